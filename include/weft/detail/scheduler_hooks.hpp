@@ -1,0 +1,84 @@
+// weft — the narrow interface between the header-only templates (task_group,
+// fork_join, async, ivar) and the compiled scheduler in src/.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+
+#include "weft/detail/chase_lev_deque.hpp"
+#include "weft/detail/completion.hpp"
+#include "weft/detail/work_item.hpp"
+
+namespace weft::detail {
+
+class scheduler;
+
+// The part of a worker that inline code touches. The full worker lives in
+// src/worker.hpp and derives from this.
+struct worker_view {
+  // The deque of the fiber this worker is running. Invariant: a running fiber
+  // and its worker's active deque are paired — when the fiber suspends, the
+  // deque is suspended with it, and whoever resumes the fiber adopts the deque.
+  // Hence a frame may keep this pointer across a suspension point.
+  // Written only by the owning worker; read by thieves (acquire).
+  std::atomic<chase_lev_deque*> active{nullptr};
+  // Number of parked workers in this worker's runtime (see src/parking.hpp).
+  const std::atomic<int>* sleepers = nullptr;
+  scheduler* sched = nullptr;
+  unsigned index = 0;
+};
+
+// The worker running the calling thread, or nullptr on a thread that is not a
+// weft worker. Not inlined on purpose: a task may migrate between threads at
+// any suspension point, and an inlined thread_local access could be cached by
+// the compiler across such a point.
+worker_view* current_worker() noexcept;
+// As above, but throws std::logic_error naming `what` outside a runtime.
+worker_view* require_worker(const char* what);
+
+// Wakes one parked worker (if any). Called after new stealable work appeared.
+void wake_one_sleeper(worker_view* w) noexcept;
+
+// Pushes a task onto the calling worker's active deque and wakes a sleeper if
+// one is parked. The signal fence is the light half of an asymmetric Dekker
+// handshake; the parking worker issues the heavy half (membarrier), so a push
+// that misses a new sleeper is always seen by that sleeper's re-scan
+// (docs/design.md §Parking).
+inline void push_task(worker_view* w, chase_lev_deque* d, work_item* item) {
+  d->push(item);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  // relaxed: see above; correctness comes from the asymmetric fence pair.
+  if (w->sleepers->load(std::memory_order_relaxed) > 0) wake_one_sleeper(w);
+}
+
+// Submits work from any thread (worker or not) to a runtime's injection queue.
+void inject(scheduler* s, work_item* item);
+
+// Blocks the caller until c is set: suspends the calling task's fiber inside a
+// runtime (ProWS), or blocks the calling thread on a condition variable.
+void wait(completion& c);
+// As wait, with a deadline. Returns true if c was set.
+bool wait_until(completion& c, std::chrono::steady_clock::time_point deadline);
+
+// Small-object allocation with per-thread free lists, for task records.
+void* allocate_small(std::size_t bytes);
+void deallocate_small(void* p, std::size_t bytes) noexcept;
+
+// Pops `item` from the calling worker's active deque if it is the bottom item,
+// so that a get() on a not-yet-started child runs it inline instead of
+// suspending. Returns true if the caller now owns (and must execute) the item.
+inline bool try_take_own_bottom(work_item* item) {
+  worker_view* w = current_worker();
+  if (!w) return false;
+  chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
+  if (d->peek_bottom() != item) return false;
+  return d->pop() == item;
+}
+
+// Counts asynchronous tasks (async, detached work) not yet finished, so that a
+// runtime's destructor can wait for them. Per-worker counters, no sharing.
+void task_started(scheduler* s) noexcept;
+void task_finished() noexcept;
+
+}  // namespace weft::detail

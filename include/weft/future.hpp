@@ -1,0 +1,399 @@
+// weft — futures, promises and async on fibers (paper 003: std::future's
+// interface without a thread per task and without blocking the worker).
+//
+//   weft::future<int> f = weft::async(fib, 30);   // inside a task
+//   int x = f.get();   // runs the child inline if nobody stole it, else
+//                      // suspends this task (ProWS); never blocks the worker
+//
+// Errors follow std::future: get() on an invalid future throws
+// std::future_error(no_state); a promise destroyed unsatisfied stores
+// std::future_error(broken_promise); get_future() twice throws
+// future_already_retrieved; a second set_value/set_exception throws
+// promise_already_satisfied. Unlike std::async, dropping a future never blocks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "weft/detail/completion.hpp"
+#include "weft/detail/scheduler_hooks.hpp"
+
+namespace weft {
+
+template <class T> class future;
+template <class T> class shared_future;
+template <class T> class promise;
+
+namespace detail {
+
+[[noreturn]] inline void throw_future_error(std::future_errc e) {
+  throw std::future_error(e);
+}
+
+// The state shared by a future/promise pair or an async task and its future.
+// Lifetime: reference counted; the producer (promise or running task) holds one
+// reference, each future/shared_future one more.
+class future_state_base {
+ public:
+  future_state_base() = default;
+  future_state_base(const future_state_base&) = delete;
+  future_state_base& operator=(const future_state_base&) = delete;
+
+  void add_ref() noexcept {
+    // relaxed: a new reference is made from an existing one, which already
+    // orders everything the new holder needs.
+    refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release() noexcept {
+    // acq_rel: the last releaser must see every other holder's writes before
+    // destroying the state.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+  }
+
+  bool ready() const noexcept { return done_.is_set(); }
+
+  // Blocks until ready. An async child still at the bottom of the caller's
+  // own deque is run inline instead (nobody else has started it).
+  void wait() {
+    if (done_.is_set()) return;
+    if (pending_item_ && try_take_own_bottom(pending_item_)) {
+      pending_item_->execute(pending_item_);
+      return;
+    }
+    detail::wait(done_);
+  }
+  bool wait_until(std::chrono::steady_clock::time_point deadline) {
+    if (done_.is_set()) return true;
+    return detail::wait_until(done_, deadline);
+  }
+
+  // Producer side: claims the right to publish (exactly once).
+  bool claim() noexcept {
+    // acq_rel: serialises competing producers; the winner writes the value.
+    return !claimed_.exchange(true, std::memory_order_acq_rel);
+  }
+  void publish() noexcept { done_.set(); }
+  void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
+  const std::exception_ptr& error() const noexcept { return error_; }
+  bool retrieve() noexcept {
+    // relaxed: only guards against a second get_future() on one promise.
+    return !retrieved_.exchange(true, std::memory_order_relaxed);
+  }
+
+ protected:
+  virtual ~future_state_base() = default;
+  virtual void destroy() noexcept { delete this; }
+  work_item* pending_item_ = nullptr;  // async tasks only; immutable
+
+ private:
+  completion done_;
+  std::atomic<int> refs_{1};
+  std::atomic<bool> claimed_{false};
+  std::atomic<bool> retrieved_{false};
+  std::exception_ptr error_;  // written by the claimer before publish()
+};
+
+template <class T>
+class future_state : public future_state_base {
+ public:
+  template <class... A>
+  void emplace(A&&... a) { ::new (static_cast<void*>(&storage_)) T(std::forward<A>(a)...); has_value_ = true; }
+  T& value() noexcept { return *std::launder(reinterpret_cast<T*>(&storage_)); }
+  bool has_value() const noexcept { return has_value_; }
+
+ protected:
+  ~future_state() override { if (has_value_) value().~T(); }
+
+ private:
+  alignas(T) unsigned char storage_[sizeof(T)];
+  bool has_value_ = false;
+};
+
+template <>
+class future_state<void> : public future_state_base {
+ public:
+  void emplace() noexcept { has_value_ = true; }
+  bool has_value() const noexcept { return has_value_; }
+
+ private:
+  bool has_value_ = false;
+};
+
+// An async task: the future's state, the deque item and the callable in one
+// allocation.
+template <class R, class Fn>
+class async_task final : public future_state<R>, public work_item {
+ public:
+  explicit async_task(Fn&& fn) : work_item(&run), fn_(std::move(fn)) {
+    this->pending_item_ = static_cast<work_item*>(this);
+    this->add_ref();  // the execution's reference
+  }
+  static void* operator new(std::size_t n) { return allocate_small(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { deallocate_small(p, n); }
+
+ private:
+  static void run(work_item* item) noexcept {
+    auto* self = static_cast<async_task*>(item);
+    // No claim(): an async task's state has exactly one producer, this run.
+    try {
+      if constexpr (std::is_void_v<R>) {
+        self->fn_();
+        self->emplace();
+      } else {
+        self->emplace(self->fn_());
+      }
+    } catch (...) {
+      self->set_error(std::current_exception());
+    }
+    self->publish();
+    task_finished();
+    self->release();  // the execution's reference; may free self
+  }
+  Fn fn_;
+};
+
+template <class F, class... Args>
+auto make_invoker(F&& f, Args&&... args) {
+  if constexpr (sizeof...(Args) == 0) {
+    return std::decay_t<F>(std::forward<F>(f));
+  } else {
+    return [fn = std::decay_t<F>(std::forward<F>(f)),
+            tup = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)]() mutable
+               -> decltype(auto) { return std::apply(std::move(fn), std::move(tup)); };
+  }
+}
+
+scheduler* scheduler_of(worker_view* w) noexcept;
+
+// Starts an async task on `s` (or, when s is null, on the calling worker's
+// runtime). From a worker of that runtime the task is pushed on the worker's
+// own deque (child stealing); from any other thread it is injected.
+template <class F, class... Args>
+auto launch_async(scheduler* s, F&& f, Args&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+  using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+  auto inv = make_invoker(std::forward<F>(f), std::forward<Args>(args)...);
+  using task_t = async_task<R, decltype(inv)>;
+  worker_view* w = current_worker();
+  if (!s) {
+    if (!w) w = require_worker("weft::async");
+    s = w->sched;
+  }
+  auto* t = new task_t(std::move(inv));
+  future<R> result(static_cast<future_state<R>*>(t));
+  task_started(s);
+  if (w && w->sched == s) {
+    push_task(w, w->active.load(std::memory_order_relaxed), static_cast<work_item*>(t));
+  } else {
+    inject(s, static_cast<work_item*>(t));
+  }
+  return result;
+}
+
+template <class T>
+decltype(auto) get_value(future_state<T>* s) {
+  if (s->error()) std::rethrow_exception(s->error());
+  if constexpr (!std::is_void_v<T>) return (s->value());
+}
+
+}  // namespace detail
+
+// A one-shot result that may be waited on from tasks (suspends the task) or
+// from any thread (blocks it).
+template <class T>
+class future {
+ public:
+  future() noexcept = default;
+  future(future&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
+  future& operator=(future&& o) noexcept {
+    if (this != &o) { reset(); state_ = std::exchange(o.state_, nullptr); }
+    return *this;
+  }
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+  ~future() { reset(); }
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  bool is_ready() const {
+    check();
+    return state_->ready();
+  }
+  void wait() const {
+    check();
+    state_->wait();
+  }
+  template <class Rep, class Period>
+  std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
+    return wait_until(std::chrono::steady_clock::now() + d);
+  }
+  template <class Clock, class Duration>
+  std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
+    check();
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
+    return state_->wait_until(deadline) ? std::future_status::ready
+                                        : std::future_status::timeout;
+  }
+
+  // Waits, then returns the value (moved out) or rethrows the exception. The
+  // future is invalid afterwards; a second get() throws future_error(no_state).
+  T get() {
+    check();
+    state_->wait();
+    struct releaser {
+      detail::future_state<T>*& s;
+      ~releaser() { s->release(); s = nullptr; }
+    } r{state_};
+    if (state_->error()) std::rethrow_exception(state_->error());
+    if constexpr (!std::is_void_v<T>) return std::move(state_->value());
+  }
+
+  shared_future<T> share() noexcept;
+
+ private:
+  friend class promise<T>;
+  template <class F, class... A>
+  friend auto detail::launch_async(detail::scheduler*, F&&, A&&...)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
+  friend class shared_future<T>;
+  explicit future(detail::future_state<T>* s) noexcept : state_(s) {}
+  void check() const {
+    if (!state_) detail::throw_future_error(std::future_errc::no_state);
+  }
+  void reset() noexcept {
+    if (state_) state_->release();
+    state_ = nullptr;
+  }
+  detail::future_state<T>* state_ = nullptr;
+};
+
+// A copyable view of a result that many tasks or threads may wait on.
+template <class T>
+class shared_future {
+ public:
+  shared_future() noexcept = default;
+  shared_future(future<T>&& f) noexcept : state_(std::exchange(f.state_, nullptr)) {}
+  shared_future(const shared_future& o) noexcept : state_(o.state_) {
+    if (state_) state_->add_ref();
+  }
+  shared_future(shared_future&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
+  shared_future& operator=(shared_future o) noexcept {
+    std::swap(state_, o.state_);
+    return *this;
+  }
+  ~shared_future() { if (state_) state_->release(); }
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  bool is_ready() const { check(); return state_->ready(); }
+  void wait() const { check(); state_->wait(); }
+  template <class Rep, class Period>
+  std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
+    return wait_until(std::chrono::steady_clock::now() + d);
+  }
+  template <class Clock, class Duration>
+  std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
+    check();
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
+    return state_->wait_until(deadline) ? std::future_status::ready
+                                        : std::future_status::timeout;
+  }
+  // Waits, then returns a reference to the value (void for T = void) or
+  // rethrows the stored exception. May be called any number of times.
+  std::conditional_t<std::is_void_v<T>, void, const T&> get() const {
+    check();
+    state_->wait();
+    return detail::get_value(state_);
+  }
+
+ private:
+  void check() const {
+    if (!state_) detail::throw_future_error(std::future_errc::no_state);
+  }
+  detail::future_state<T>* state_ = nullptr;
+};
+
+template <class T>
+shared_future<T> future<T>::share() noexcept { return shared_future<T>(std::move(*this)); }
+
+// The producer side of a future, settable from any thread.
+template <class T>
+class promise {
+ public:
+  promise() : state_(new detail::future_state<T>()) {}
+  promise(promise&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
+  promise& operator=(promise&& o) noexcept {
+    if (this != &o) { abandon(); state_ = std::exchange(o.state_, nullptr); }
+    return *this;
+  }
+  promise(const promise&) = delete;
+  promise& operator=(const promise&) = delete;
+  ~promise() { abandon(); }
+
+  future<T> get_future() {
+    check();
+    if (!state_->retrieve()) detail::throw_future_error(std::future_errc::future_already_retrieved);
+    state_->add_ref();
+    return future<T>(state_);
+  }
+
+  template <class... A>
+  void set_value(A&&... a) {
+    check();
+    if (!state_->claim()) detail::throw_future_error(std::future_errc::promise_already_satisfied);
+    if constexpr (std::is_void_v<T>) {
+      static_assert(sizeof...(A) == 0, "promise<void>::set_value takes no argument");
+      state_->emplace();
+    } else {
+      try {
+        state_->emplace(std::forward<A>(a)...);
+      } catch (...) {
+        state_->set_error(std::current_exception());
+      }
+    }
+    state_->publish();
+  }
+
+  void set_exception(std::exception_ptr e) {
+    check();
+    if (!e) throw std::invalid_argument("weft::promise::set_exception: null exception_ptr");
+    if (!state_->claim()) detail::throw_future_error(std::future_errc::promise_already_satisfied);
+    state_->set_error(std::move(e));
+    state_->publish();
+  }
+
+ private:
+  void check() const {
+    if (!state_) detail::throw_future_error(std::future_errc::no_state);
+  }
+  void abandon() noexcept {
+    if (!state_) return;
+    if (state_->claim()) {
+      state_->set_error(std::make_exception_ptr(
+          std::future_error(std::future_errc::broken_promise)));
+      state_->publish();
+    }
+    state_->release();
+    state_ = nullptr;
+  }
+  detail::future_state<T>* state_;
+};
+
+// Starts fn(args...) as a child task of the calling task. Must be called from
+// inside a runtime (throws std::logic_error otherwise; use runtime::async from
+// other threads). Arguments are decay-copied, as with std::async.
+template <class F, class... Args>
+[[nodiscard]] auto async(F&& fn, Args&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+  return detail::launch_async(nullptr, std::forward<F>(fn), std::forward<Args>(args)...);
+}
+
+}  // namespace weft

@@ -1,0 +1,96 @@
+// weft — the runtime: a pool of workers that run tasks.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "weft/detail/scheduler_hooks.hpp"
+#include "weft/future.hpp"
+
+namespace weft {
+
+// How a worker whose task blocks finds other work. ProWS (paper 000 §4.2) is
+// the default; the enum leaves room for the parsimonious policy of paper 002.
+enum class steal_policy { proactive };
+
+struct options {
+  // Number of worker threads. 0 means: the WEFT_WORKERS environment variable
+  // if set, else std::thread::hardware_concurrency().
+  unsigned workers = 0;
+  // Usable bytes of each fiber stack (a guard page is added below it). 0 means
+  // the default: 1 MiB, or 4 MiB in sanitizer builds. Rounded up to pages.
+  std::size_t stack_size = 0;
+  steal_policy policy = steal_policy::proactive;
+};
+
+// Thrown when an option is invalid (for example WEFT_WORKERS=abc).
+class configuration_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class runtime {
+ public:
+  runtime() : runtime(options{}) {}
+  explicit runtime(const options& opts);
+  // Waits for every outstanding task (including detached asyncs and tasks
+  // blocked on events that later tasks fulfil), then joins the workers.
+  // A task blocked forever on an event nobody sets keeps it waiting, as an
+  // unjoined std::thread would; see docs/api.md.
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  // Runs f() as the root task, blocks the calling thread until it finishes,
+  // returns its result or rethrows its exception. Called from a task of this
+  // runtime, it simply calls f() in that task.
+  template <class F>
+  std::invoke_result_t<std::decay_t<F>> run(F&& f);
+
+  // Starts f(args...) as a task from any thread; the future may be waited on
+  // from any thread.
+  template <class F, class... Args>
+  auto async(F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>>;
+
+  unsigned worker_count() const noexcept;
+  std::size_t stack_size() const noexcept;
+  const options& configuration() const noexcept;
+
+  // Counters for tests and diagnostics.
+  struct statistics {
+    std::size_t fibers_created;     // stacks ever allocated
+    std::size_t fibers_suspended;   // suspensions so far
+    std::size_t steals;             // successful steals
+    std::size_t parks;              // times a worker went to sleep
+  };
+  statistics stats() const noexcept;
+
+  detail::scheduler& scheduler() noexcept { return *sched_; }
+
+ private:
+  std::unique_ptr<detail::scheduler> sched_;
+};
+
+namespace detail {
+bool is_worker_of(const scheduler& s) noexcept;
+}
+
+template <class F>
+std::invoke_result_t<std::decay_t<F>> runtime::run(F&& f) {
+  if (detail::is_worker_of(*sched_)) return std::forward<F>(f)();
+  return async(std::forward<F>(f)).get();
+}
+
+template <class F, class... Args>
+auto runtime::async(F&& f, Args&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+  return detail::launch_async(sched_.get(), std::forward<F>(f),
+                              std::forward<Args>(args)...);
+}
+
+}  // namespace weft

@@ -1,0 +1,200 @@
+// weft — fork-join: task_group and fork_join (child stealing, Cilk semantics).
+//
+// A spawned child is pushed on the calling worker's deque and the parent goes
+// on; idle workers steal children from the top. At sync the parent first runs
+// its own unstolen children from the bottom of its deque; if some were stolen
+// and are still running, the parent's fiber is suspended (ProWS) and the worker
+// does other work — a sync never spins and never blocks the thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "weft/detail/completion.hpp"
+#include "weft/detail/scheduler_hooks.hpp"
+
+namespace weft {
+
+// Must be used inside a task; throws std::logic_error on other threads.
+class task_group {
+ public:
+  task_group() : worker_(detail::require_worker("weft::task_group")) {
+    deque_ = worker_->active.load(std::memory_order_relaxed);
+    base_ = deque_->bottom_index();
+  }
+  task_group(const task_group&) = delete;
+  task_group& operator=(const task_group&) = delete;
+  // Syncs (Cilk's implicit sync). If a child threw and sync() was not called,
+  // the exception is rethrown here unless the scope is being unwound.
+  ~task_group() noexcept(false) {
+    if (outstanding_.load(std::memory_order_relaxed) == 1) {
+      if (error_ && std::uncaught_exceptions() == 0) std::rethrow_exception(take_error());
+      return;
+    }
+    join();
+    if (error_ && std::uncaught_exceptions() == 0) std::rethrow_exception(take_error());
+  }
+
+  // Spawns f() as a child. Must be called by the task that owns the group.
+  template <class F>
+  void spawn(F&& f) {
+    using child_t = child<std::decay_t<F>>;
+    auto* c = new child_t(this, std::forward<F>(f));
+    // relaxed: children decrement with acq_rel; the parent's own increment
+    // needs no ordering (it happens before the push that publishes the child).
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
+    detail::push_task(worker_, deque_, c);
+  }
+
+  // Waits for every child spawned so far; rethrows the first child exception.
+  // The group may be reused afterwards.
+  void sync() {
+    join();
+    if (error_) std::rethrow_exception(take_error());
+  }
+
+ private:
+  template <class F>
+  struct child final : detail::work_item {
+    child(task_group* g, F&& f) : work_item(&run), group(g), fn(std::move(f)) {}
+    child(task_group* g, const F& f) : work_item(&run), group(g), fn(f) {}
+    static void* operator new(std::size_t n) { return detail::allocate_small(n); }
+    static void operator delete(void* p, std::size_t n) noexcept { detail::deallocate_small(p, n); }
+    static void run(detail::work_item* item) noexcept {
+      auto* self = static_cast<child*>(item);
+      task_group* g = self->group;
+      try {
+        self->fn();
+      } catch (...) {
+        g->record_error(std::current_exception());
+      }
+      delete self;
+      g->child_done();
+    }
+    task_group* group;
+    F fn;
+  };
+
+  void join() {
+    // Run our own unstolen children, newest first. Items at indices >= base_
+    // are this group's (deeper frames synced before returning to us), and the
+    // deque pointer is stable across suspensions (worker_view::active).
+    while (deque_->bottom_index() > base_) {
+      detail::work_item* item = deque_->pop();
+      if (!item) break;  // a thief took the last one
+      item->execute(item);
+    }
+    // Drop the parent's bias; whoever brings the count to zero is last.
+    // acq_rel: acquire makes the stolen children's writes visible to us.
+    if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      detail::wait(all_done_);  // the last child sets it
+    }
+    all_done_.reset();
+    // relaxed: no child is outstanding, nobody else touches the counter.
+    outstanding_.store(1, std::memory_order_relaxed);
+    base_ = deque_->bottom_index();
+  }
+
+  void child_done() noexcept {
+    // acq_rel: release publishes the child's work to the parent.
+    if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done_.set();
+  }
+
+  void record_error(std::exception_ptr e) noexcept {
+    // acq_rel: the first failing child wins; its store of error_ is published
+    // to the parent by its later release decrement of outstanding_.
+    if (!error_claimed_.exchange(true, std::memory_order_acq_rel)) error_ = std::move(e);
+  }
+  std::exception_ptr take_error() noexcept {
+    error_claimed_.store(false, std::memory_order_relaxed);
+    return std::exchange(error_, nullptr);
+  }
+
+  detail::worker_view* worker_;
+  detail::chase_lev_deque* deque_;
+  std::int64_t base_;
+  // Children not yet finished, plus one for the parent until it syncs.
+  // Invariant: outstanding_ == 1 + (spawned - finished) between syncs.
+  std::atomic<std::int64_t> outstanding_{1};
+  std::atomic<bool> error_claimed_{false};
+  std::exception_ptr error_;
+  detail::completion all_done_;
+};
+
+namespace detail {
+
+template <class F>
+using fj_result_t = std::conditional_t<std::is_void_v<std::invoke_result_t<F&>>, std::monostate,
+                                       std::invoke_result_t<F&>>;
+
+template <class F>
+fj_result_t<F> invoke_to_value(F& f) {
+  if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+    f();
+    return {};
+  } else {
+    return f();
+  }
+}
+
+// The record of fork_join's second branch; lives in the parent's frame, which
+// outlives it because the parent joins before returning.
+template <class G>
+struct join_frame final : work_item {
+  explicit join_frame(G& g) : work_item(&run), fn(g) {}
+  static void run(work_item* item) noexcept {
+    auto* self = static_cast<join_frame*>(item);
+    try {
+      self->result.emplace(invoke_to_value(self->fn));
+    } catch (...) {
+      self->error = std::current_exception();
+    }
+    self->done.set();  // last touch: the parent may leave its frame now
+  }
+  G& fn;
+  std::optional<fj_result_t<G>> result;
+  std::exception_ptr error;
+  completion done;
+};
+
+}  // namespace detail
+
+// Runs f and g in parallel and returns both results (void results become
+// std::monostate). If either throws, the first exception (f's before g's) is
+// rethrown after both have finished.
+template <class F, class G>
+std::pair<detail::fj_result_t<F>, detail::fj_result_t<G>> fork_join(F&& f, G&& g) {
+  detail::worker_view* w = detail::require_worker("weft::fork_join");
+  detail::chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
+  detail::join_frame<std::remove_reference_t<G>> frame(g);
+  detail::push_task(w, d, &frame);
+  std::optional<detail::fj_result_t<F>> a;
+  std::exception_ptr error;
+  try {
+    a.emplace(detail::invoke_to_value(f));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (d->pop() == &frame) {
+    // Not stolen: run the second branch inline (no atomic needed).
+    try {
+      frame.result.emplace(detail::invoke_to_value(g));
+    } catch (...) {
+      frame.error = std::current_exception();
+    }
+  } else {
+    detail::wait(frame.done);  // stolen: suspend until the thief finishes it
+  }
+  if (error) std::rethrow_exception(error);
+  if (frame.error) std::rethrow_exception(frame.error);
+  return {std::move(*a), std::move(*frame.result)};
+}
+
+}  // namespace weft

@@ -1,0 +1,9 @@
+// weft — a work-stealing runtime with lazily promoted fibers. Umbrella header.
+#pragma once
+
+#include "weft/future.hpp"
+#include "weft/ivar.hpp"
+#include "weft/parallel.hpp"
+#include "weft/runtime.hpp"
+#include "weft/task_group.hpp"
+#include "weft/this_task.hpp"

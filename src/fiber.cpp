@@ -1,0 +1,94 @@
+#include "fiber.hpp"
+
+#include <cstddef>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TSAN 1
+#endif
+#endif
+
+#ifdef WEFT_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+#ifdef WEFT_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace weft::detail {
+
+thread_local const stack_region* tls_running_stack = nullptr;
+
+fiber* fiber::from_resume_item(work_item* item) noexcept {
+  return reinterpret_cast<fiber*>(reinterpret_cast<char*>(item) - offsetof(fiber, resume_item));
+}
+
+void fiber_reset(fiber* f, void (*entry)(ctx::transfer_t)) noexcept {
+  f->context = ctx::make_fcontext(reinterpret_cast<void*>(f->stack.hi), f->stack.usable(), entry);
+  f->deque = nullptr;
+}
+
+ctx::transfer_t fiber_switch(fiber* from, fiber* to, bool from_dies) noexcept {
+#ifdef WEFT_ASAN
+  const void* bottom = to->is_native() ? to->asan_bottom : reinterpret_cast<const void*>(to->stack.lo);
+  std::size_t size = to->is_native() ? to->asan_size : to->stack.usable();
+  __sanitizer_start_switch_fiber(from_dies ? nullptr : &from->asan_fake_stack, bottom, size);
+#else
+  (void)from_dies;
+#endif
+#ifdef WEFT_TSAN
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+  tls_running_stack = to->is_native() ? nullptr : &to->stack;
+  return ctx::jump_fcontext(to->context, from);
+}
+
+void fiber_switch_finished(fiber* self, fiber* from) noexcept {
+#ifdef WEFT_ASAN
+  const void* old_bottom = nullptr;
+  std::size_t old_size = 0;
+  __sanitizer_finish_switch_fiber(self->asan_fake_stack, &old_bottom, &old_size);
+  if (from && from->is_native() && !from->asan_bottom) {
+    from->asan_bottom = old_bottom;
+    from->asan_size = old_size;
+  }
+#else
+  (void)self;
+  (void)from;
+#endif
+}
+
+void fiber_sanitizer_create(fiber* f) noexcept {
+#ifdef WEFT_TSAN
+  f->tsan_fiber = __tsan_create_fiber(0);
+#else
+  (void)f;
+#endif
+}
+
+void fiber_sanitizer_destroy(fiber* f) noexcept {
+#ifdef WEFT_TSAN
+  if (f->tsan_fiber && !f->is_native()) __tsan_destroy_fiber(f->tsan_fiber);
+#else
+  (void)f;
+#endif
+}
+
+void fiber_sanitizer_adopt_native(fiber* f) noexcept {
+#ifdef WEFT_TSAN
+  f->tsan_fiber = __tsan_get_current_fiber();
+#else
+  (void)f;
+#endif
+}
+
+}  // namespace weft::detail

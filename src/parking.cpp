@@ -1,0 +1,85 @@
+#include "parking.hpp"
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace weft::detail {
+
+namespace {
+bool register_membarrier() {
+  static const bool ok = [] {
+    long cmds = ::syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
+    return ::syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return ok;
+}
+}  // namespace
+
+parking_lot::parking_lot() : heavy_fence_(register_membarrier()) {}
+
+void parking_lot::heavy_fence() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (heavy_fence_) ::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+void parking_lot::wake_one() noexcept {
+  // relaxed first read: a hint; the CAS below decides.
+  int n = sleepers_.load(std::memory_order_relaxed);
+  while (n > 0) {
+    // acq_rel: claims one sleeper; the token handed over below is its wake-up.
+    if (sleepers_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+      give_token();
+      return;
+    }
+  }
+}
+
+void parking_lot::wake_all() noexcept {
+  // acq_rel: claims every sleeper at once.
+  int n = sleepers_.exchange(0, std::memory_order_acq_rel);
+  while (n-- > 0) give_token();
+}
+
+void parking_lot::cancel() noexcept {
+  int n = sleepers_.load(std::memory_order_relaxed);
+  for (;;) {
+    if (n == 0) {
+      // A waker claimed "a sleeper" after we announced; its token is ours.
+      take_token();
+      return;
+    }
+    // acq_rel: un-announces us, racing wakers' claims.
+    if (sleepers_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed))
+      return;
+  }
+}
+
+void parking_lot::give_token() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    ++tokens_;
+  }
+  cv_.notify_one();
+}
+
+void parking_lot::take_token() noexcept {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return tokens_ > 0; });
+  --tokens_;
+}
+
+bool parking_lot::take_token_for_ms(int ms) noexcept {
+  std::unique_lock lock(mutex_);
+  if (!cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return tokens_ > 0; }))
+    return false;
+  --tokens_;
+  return true;
+}
+
+}  // namespace weft::detail

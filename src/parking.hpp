@@ -1,0 +1,79 @@
+// weft — parking idle workers.
+//
+// A worker that found no work for a short while parks. Pushes must wake a
+// parked worker without paying a full fence per push, so the handshake is an
+// asymmetric Dekker (docs/design.md §Parking):
+//   pusher:  push item (release store of bottom); signal fence;  load sleepers
+//   parker:  sleepers += 1 (seq_cst);             heavy fence;    re-scan deques
+// The heavy fence is membarrier(PRIVATE_EXPEDITED), which makes every other
+// thread of the process execute a full barrier, so at least one side sees the
+// other. Where membarrier is unavailable the parker re-scans every millisecond
+// instead (bounded latency, no lost work).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+namespace weft::detail {
+
+class parking_lot {
+ public:
+  parking_lot();
+
+  // The counter pushers read (relaxed) to decide whether to wake someone.
+  const std::atomic<int>& sleepers() const noexcept { return sleepers_; }
+
+  // Parks the caller unless `has_work()` is true after announcing itself.
+  // Returns when woken (or at once when work or shutdown was seen).
+  template <class HasWork>
+  void park(HasWork&& has_work);
+
+  // Wakes one parked worker, if any. Callable from any thread.
+  void wake_one() noexcept;
+  // Wakes every parked worker (shutdown).
+  void wake_all() noexcept;
+
+  // Full fence for the waking side on slow paths (any thread).
+  static void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
+  bool has_heavy_fence() const noexcept { return heavy_fence_; }
+
+ private:
+  void heavy_fence() noexcept;
+  void give_token() noexcept;
+  void take_token() noexcept;
+  bool take_token_for_ms(int ms) noexcept;
+  void cancel() noexcept;
+
+  // Parked workers not yet claimed by a waker. Invariant: tokens_ + sleepers_
+  // == number of workers inside park() (between announce and return).
+  std::atomic<int> sleepers_{0};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int tokens_ = 0;  // guarded by mutex_: wake-ups given but not yet taken
+  bool heavy_fence_ = false;
+};
+
+template <class HasWork>
+void parking_lot::park(HasWork&& has_work) {
+  // seq_cst: the parker's half of the Dekker handshake.
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  heavy_fence();
+  if (has_work()) {
+    cancel();
+    return;
+  }
+  if (heavy_fence_) {
+    take_token();
+    return;
+  }
+  // No membarrier: re-scan periodically so a missed push waits at most ~1 ms.
+  while (!take_token_for_ms(1)) {
+    if (has_work()) {
+      cancel();
+      return;
+    }
+  }
+}
+
+}  // namespace weft::detail

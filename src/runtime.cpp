@@ -1,0 +1,74 @@
+#include "weft/runtime.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "scheduler.hpp"
+
+namespace weft {
+
+namespace {
+
+#if defined(WEFT_SANITIZER_BUILD)
+constexpr std::size_t default_stack = std::size_t{4} << 20;  // sanitizers grow frames
+#else
+constexpr std::size_t default_stack = std::size_t{1} << 20;
+#endif
+constexpr std::size_t min_stack = std::size_t{16} << 10;
+constexpr std::size_t max_stack = std::size_t{1} << 30;
+constexpr unsigned max_workers = 1024;
+
+unsigned workers_from_environment() {
+  const char* env = std::getenv("WEFT_WORKERS");
+  if (!env || !*env) return 0;
+  std::string s(env);
+  if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 6) {
+    throw configuration_error("WEFT_WORKERS must be a positive integer, not '" + s + "'");
+  }
+  unsigned long n = std::stoul(s);
+  if (n == 0 || n > max_workers) {
+    throw configuration_error("WEFT_WORKERS must be between 1 and " +
+                              std::to_string(max_workers) + ", not " + s);
+  }
+  return static_cast<unsigned>(n);
+}
+
+options resolve(options o) {
+  if (o.workers == 0) o.workers = workers_from_environment();
+  if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
+  if (o.workers > max_workers) {
+    throw configuration_error("weft::options::workers must be at most " +
+                              std::to_string(max_workers) + ", not " +
+                              std::to_string(o.workers));
+  }
+  if (o.stack_size == 0) o.stack_size = default_stack;
+  if (o.stack_size < min_stack || o.stack_size > max_stack) {
+    throw configuration_error("weft::options::stack_size must be between 16 KiB and 1 GiB, not " +
+                              std::to_string(o.stack_size) + " bytes");
+  }
+  return o;
+}
+
+}  // namespace
+
+runtime::runtime(const options& opts)
+    : sched_(std::make_unique<detail::scheduler>(resolve(opts))) {}
+
+runtime::~runtime() {
+  if (detail::is_worker_of(*sched_)) {
+    // Destroying a runtime from one of its own tasks would deadlock the drain.
+    std::fputs("weft: fatal: a weft::runtime was destroyed by one of its own tasks\n", stderr);
+    std::abort();
+  }
+  sched_.reset();
+}
+
+unsigned runtime::worker_count() const noexcept { return sched_->worker_count(); }
+std::size_t runtime::stack_size() const noexcept { return sched_->config().stack_size; }
+const options& runtime::configuration() const noexcept { return sched_->config(); }
+runtime::statistics runtime::stats() const noexcept { return sched_->stats(); }
+
+}  // namespace weft

@@ -1,0 +1,366 @@
+#include "scheduler.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "overflow_guard.hpp"
+
+namespace weft::detail {
+
+namespace {
+thread_local worker* tls_worker = nullptr;
+
+void recycle_prev_fiber(worker* w, fiber* prev, void*) noexcept;
+
+// A random number for threads that are not workers (resumers, injectors).
+std::uint64_t any_thread_random() noexcept {
+  thread_local std::uint64_t x =
+      0x9E3779B97F4A7C15ULL ^ reinterpret_cast<std::uintptr_t>(&x);
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+}  // namespace
+
+// Never inlined, and the asm barrier keeps the compiler from reusing a thread
+// pointer computed before a fiber switch: after a switch the calling code may
+// run on another thread.
+__attribute__((noinline)) worker* this_worker() noexcept {
+  asm volatile("" ::: "memory");
+  return tls_worker;
+}
+__attribute__((noinline)) worker_view* current_worker() noexcept { return this_worker(); }
+void set_this_worker(worker* w) noexcept { tls_worker = w; }
+
+scheduler::scheduler(const options& resolved) : opts_(resolved), stacks_(resolved.stack_size) {
+  install_overflow_handler();
+  workers_.reserve(opts_.workers);
+  for (unsigned i = 0; i < opts_.workers; ++i) {
+    auto w = std::make_unique<worker>();
+    w->index = i;
+    w->sched = this;
+    w->sleepers = &parking_.sleepers();
+    w->rng_state = 0x9E3779B97F4A7C15ULL * (i + 1) | 1;
+    // relaxed: published to the worker threads by std::thread's start.
+    w->active.store(acquire_deque(w.get()), std::memory_order_relaxed);
+    workers_.push_back(std::move(w));
+  }
+  for (auto& w : workers_) {
+    worker* raw = w.get();
+    raw->thread = std::thread([this, raw] { thread_main(raw); });
+  }
+}
+
+std::int64_t scheduler::outstanding_tasks() const noexcept {
+  // Read every finished count before any started count. A task's finish is
+  // published (release) after its children were counted as started, so this
+  // order can over-count but never under-count: a zero means none is left.
+  std::int64_t finished = 0;
+  for (auto& w : workers_) finished += w->tasks_finished.read();
+  // acquire: pairs with count_external_start().
+  std::int64_t started = external_started_.load(std::memory_order_acquire);
+  for (auto& w : workers_) started += w->tasks_started.read();
+  return started - finished;
+}
+
+scheduler::~scheduler() {
+  // Drain: wait (without spinning hot) until every async task has finished,
+  // including tasks blocked on events that later tasks fulfil.
+  auto pause = std::chrono::microseconds(50);
+  while (outstanding_tasks() != 0) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
+  }
+  // seq_cst: ordered before wake_all's exchange; a worker about to park either
+  // sees stopping_ in its re-scan or has announced itself and gets woken.
+  stopping_.store(true, std::memory_order_seq_cst);
+  parking_.wake_all();
+  for (auto& w : workers_) w->thread.join();
+  std::lock_guard lock(pool_mutex_);
+  for (fiber* f : all_fibers_) {
+    fiber_sanitizer_destroy(f);
+    stacks_.release(f->stack);
+    delete f;
+  }
+  for (deque_record* d : all_deques_) delete d;
+}
+
+runtime::statistics scheduler::stats() const noexcept {
+  runtime::statistics s{};
+  for (auto& w : workers_) {
+    s.fibers_suspended += static_cast<std::size_t>(w->suspensions.read());
+    s.steals += static_cast<std::size_t>(w->steals.read());
+    s.parks += static_cast<std::size_t>(w->parks.read());
+  }
+  s.fibers_created = stacks_.stacks_in_use();
+  return s;
+}
+
+// --- pools -------------------------------------------------------------------
+
+fiber* scheduler::acquire_fiber(worker* w) {
+  fiber* f = nullptr;
+  if (!w->fiber_cache.empty()) {
+    f = w->fiber_cache.back();
+    w->fiber_cache.pop_back();
+  } else {
+    std::lock_guard lock(pool_mutex_);
+    if (free_fibers_) {
+      f = free_fibers_;
+      free_fibers_ = f->next_free;
+    }
+  }
+  if (!f) {
+    f = new fiber(&scheduler::resume_stolen);
+    f->owner = this;
+    try {
+      f->stack = stacks_.acquire();
+    } catch (...) {
+      delete f;
+      throw;
+    }
+    fiber_sanitizer_create(f);
+    std::lock_guard lock(pool_mutex_);
+    all_fibers_.push_back(f);
+  }
+  fiber_reset(f, &scheduler::fiber_main);
+  return f;
+}
+
+void scheduler::recycle_fiber(worker* w, fiber* f) noexcept {
+  constexpr std::size_t cache_cap = 16;
+  if (w->fiber_cache.size() < cache_cap) {
+    w->fiber_cache.push_back(f);
+    return;
+  }
+  std::lock_guard lock(pool_mutex_);
+  f->next_free = free_fibers_;
+  free_fibers_ = f;
+}
+
+deque_record* scheduler::acquire_deque(worker* w) {
+  if (!w->deque_cache.empty()) {
+    deque_record* d = w->deque_cache.back();
+    w->deque_cache.pop_back();
+    return d;
+  }
+  std::lock_guard lock(pool_mutex_);
+  if (deque_record* d = free_deques_) {
+    free_deques_ = d->next_free;
+    return d;
+  }
+  auto* d = new deque_record();
+  all_deques_.push_back(d);
+  return d;
+}
+
+void scheduler::recycle_deque(worker* w, deque_record* d) noexcept {
+  constexpr std::size_t cache_cap = 16;
+  if (w->deque_cache.size() < cache_cap) {
+    w->deque_cache.push_back(d);
+    return;
+  }
+  std::lock_guard lock(pool_mutex_);
+  d->next_free = free_deques_;
+  free_deques_ = d;
+}
+
+// --- switching -----------------------------------------------------------------
+
+void scheduler::switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept {
+  fiber* from = w->running;
+  w->pending = act;
+  w->running = to;
+  ctx::transfer_t t = fiber_switch(from, to, from_dies);
+  after_switch(t);  // back on `from`, possibly on another thread
+}
+
+void scheduler::after_switch(ctx::transfer_t t) noexcept {
+  auto* prev = static_cast<fiber*>(t.data);
+  prev->context = t.fctx;  // before any action publishes prev
+  worker* w = this_worker();
+  fiber_switch_finished(w->running, prev);
+  post_switch_action act = w->pending;
+  w->pending = {};
+  if (act.fn) act.fn(w, prev, act.arg);
+}
+
+void scheduler::fiber_main(ctx::transfer_t t) noexcept {
+  after_switch(t);
+  worker_loop();
+}
+
+namespace {
+void recycle_prev_fiber(worker* w, fiber* prev, void*) noexcept {
+  w->sched->recycle_fiber(w, prev);
+}
+}  // namespace
+
+// --- deque sets (ProWS: each worker holds a share of the inactive deques) -------
+
+void scheduler::ensure_stealable(deque_record* d) noexcept {
+  d->membership.lock();
+  if (d->set_owner < 0) {
+    auto v = static_cast<unsigned>(any_thread_random() % workers_.size());
+    stealable_set& set = workers_[v]->inactive;
+    set.lock.lock();
+    d->set_pos = set.deques.size();
+    set.deques.push_back(d);
+    // release: a thief reading the hint then taking the lock finds the entry.
+    set.size_hint.store(set.deques.size(), std::memory_order_release);
+    set.lock.unlock();
+    d->set_owner = static_cast<int>(v);
+  }
+  d->membership.unlock();
+}
+
+// Requires d->membership held and d->set_owner >= 0.
+void scheduler::remove_from_set(deque_record* d) noexcept {
+  stealable_set& set = workers_[static_cast<unsigned>(d->set_owner)]->inactive;
+  set.lock.lock();
+  deque_record* last = set.deques.back();
+  set.deques[d->set_pos] = last;
+  last->set_pos = d->set_pos;
+  set.deques.pop_back();
+  // release: see ensure_stealable().
+  set.size_hint.store(set.deques.size(), std::memory_order_release);
+  set.lock.unlock();
+  d->set_owner = -1;
+}
+
+void scheduler::leave_set(deque_record* d) noexcept {
+  d->membership.lock();
+  if (d->set_owner >= 0) remove_from_set(d);
+  d->membership.unlock();
+}
+
+void scheduler::retire_if_empty(deque_record* d) noexcept {
+  d->membership.lock();
+  // Under membership: a resumer pushes before taking this lock, so if its push
+  // precedes us we see it (looks_empty loads with acquire) and keep the deque;
+  // otherwise it finds the deque in no set after us and re-inserts it.
+  if (d->set_owner >= 0 && d->looks_empty()) remove_from_set(d);
+  d->membership.unlock();
+}
+
+// --- suspension -------------------------------------------------------------------
+
+namespace {
+struct suspend_args {
+  deque_record* deque;
+  scheduler::commit_fn commit;
+  void* arg;
+};
+
+void post_suspend(worker* w, fiber* suspended, void* p) noexcept;
+}  // namespace
+
+void scheduler::suspend(worker* w, commit_fn commit, void* arg) {
+  fiber* self = w->running;
+  auto* d = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
+  self->deque = d;
+  deque_record* fresh = acquire_deque(w);
+  fiber* next = acquire_fiber(w);
+  // release: a thief that loads the new active deque sees it initialised.
+  w->active.store(fresh, std::memory_order_release);
+  w->suspensions.add();
+  suspend_args a{d, commit, arg};
+  switch_to(w, next, {&post_suspend, &a}, false);
+  // Resumed: the adopting worker made `d` its active deque again.
+}
+
+namespace {
+void post_suspend(worker* w, fiber* suspended, void* p) noexcept {
+  suspend_args a = *static_cast<suspend_args*>(p);  // the frame may resume soon
+  scheduler* s = w->sched;
+  // ProWS step 2: donate the suspended deque to a random worker, if it still
+  // holds stealable items (an empty suspended deque is unstealable: it waits,
+  // in no set, until its fiber becomes resumable).
+  if (!a.deque->looks_empty()) {
+    s->ensure_stealable(a.deque);
+  }
+  a.commit(a.arg, suspended);  // after this, `suspended` may run anywhere
+}
+}  // namespace
+
+void scheduler::make_resumable(fiber* f) noexcept {
+  deque_record* d = f->deque;
+  // The deque has no owner while its fiber is suspended; this thread acts as
+  // its owner for this one push. It synchronised with the suspending worker
+  // through the event's registration (lock or CAS), so it sees d's bottom.
+  d->push(&f->resume_item);
+  ensure_stealable(d);
+  // seq_cst: the waking side of the parking handshake (slow path, full fence).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
+}
+
+void scheduler::resume_stolen(work_item* item) noexcept {
+  fiber* f = fiber::from_resume_item(item);
+  worker* w = this_worker();
+  scheduler* s = w->sched;
+  deque_record* d = f->deque;
+  // The continuation is pushed last and stolen from the top, so `d` is empty
+  // now: adopt it as our active deque (ProWS "mugging") and drop ours, which
+  // is empty because we were looking for work.
+  s->leave_set(d);
+  auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
+  // release: see suspend().
+  w->active.store(d, std::memory_order_release);
+  s->recycle_deque(w, old);
+  s->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
+  __builtin_unreachable();  // this fiber's frames are abandoned and recycled
+}
+
+// --- injection -------------------------------------------------------------------
+
+void scheduler::inject(work_item* item) {
+  {
+    std::lock_guard lock(inject_mutex_);
+    injected_.push_back(item);
+    // relaxed: a hint; the mutex orders the queue itself.
+    injected_hint_.store(injected_.size(), std::memory_order_relaxed);
+  }
+  // seq_cst: waking side of the parking handshake.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
+}
+
+work_item* scheduler::take_injected() {
+  if (injected_hint_.load(std::memory_order_relaxed) == 0) return nullptr;
+  std::lock_guard lock(inject_mutex_);
+  if (injected_.empty()) return nullptr;
+  work_item* item = injected_.front();
+  injected_.pop_front();
+  injected_hint_.store(injected_.size(), std::memory_order_relaxed);
+  return item;
+}
+
+// --- hooks used by the headers -----------------------------------------------------
+
+void wake_one_sleeper(worker_view* w) noexcept { w->sched->wake_one(); }
+void inject(scheduler* s, work_item* item) { s->inject(item); }
+scheduler* scheduler_of(worker_view* w) noexcept { return w ? w->sched : nullptr; }
+bool is_worker_of(const scheduler& s) noexcept {
+  worker* w = this_worker();
+  return w && w->sched == &s;
+}
+unsigned current_worker_count() noexcept {
+  worker* w = this_worker();
+  return w ? w->sched->worker_count() : 1;
+}
+
+void task_started(scheduler* s) noexcept {
+  worker* w = this_worker();
+  if (w && w->sched == s) {
+    w->tasks_started.add();
+  } else {
+    s->count_external_start();
+  }
+}
+
+void task_finished() noexcept { this_worker()->tasks_finished.add(); }
+
+}  // namespace weft::detail

@@ -1,0 +1,108 @@
+// weft — the scheduler: workers, deques, fibers, parking, injection, and the
+// ProWS suspension protocol (paper 000 §4.2).
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "parking.hpp"
+#include "stack_pool.hpp"
+#include "timer_service.hpp"
+#include "worker.hpp"
+#include "weft/runtime.hpp"
+
+namespace weft::detail {
+
+class scheduler {
+ public:
+  explicit scheduler(const options& resolved);
+  ~scheduler();  // drains outstanding tasks, stops and joins the workers
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  const options& config() const noexcept { return opts_; }
+  unsigned worker_count() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  runtime::statistics stats() const noexcept;
+
+  // --- work submission -----------------------------------------------------
+  void inject(work_item* item);
+  void wake_one() noexcept { parking_.wake_one(); }
+  void count_external_start() noexcept {
+    // release: pairs with the drain's acquire read.
+    external_started_.fetch_add(1, std::memory_order_release);
+  }
+
+  // --- suspension (ProWS) ---------------------------------------------------
+  // Called by a task running on `w`: suspends the task's fiber together with
+  // the worker's active deque, gives the worker a fresh deque and fiber, and
+  // then — on the fresh fiber, after the switch — calls commit(arg, fiber).
+  // `commit` must arrange for make_resumable(fiber) to be called exactly once
+  // (possibly at once). Returns when the task has been resumed, on whichever
+  // worker adopted it.
+  using commit_fn = void (*)(void* arg, fiber* suspended) noexcept;
+  void suspend(worker* w, commit_fn commit, void* arg);
+  // Any thread, once per suspension: pushes the fiber's continuation to the
+  // bottom of its suspended deque and makes that deque stealable.
+  void make_resumable(fiber* f) noexcept;
+
+  timer_service& timers() noexcept { return timers_; }
+  // Puts a deque that holds work into a random worker's stealable set, unless
+  // it is in one already. Any thread.
+  void ensure_stealable(deque_record* d) noexcept;
+
+  // --- used by workers --------------------------------------------------------
+  static void fiber_main(ctx::transfer_t t) noexcept;  // entry of every fiber
+  [[noreturn]] static void worker_loop() noexcept;
+  static void resume_stolen(work_item* item) noexcept;  // a fiber's resume_item
+  void recycle_fiber(worker* w, fiber* f) noexcept;     // owner thread of w
+
+ private:
+  void thread_main(worker* w);
+  work_item* find_work(worker* w);
+  bool try_steal(worker* thief, work_item*& out);
+  bool steal_from_set(worker* thief, worker* victim, work_item*& out);
+  work_item* take_injected();
+  bool has_visible_work() const noexcept;
+  [[noreturn]] void exit_worker(worker* w) noexcept;
+
+  void switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept;
+  static void after_switch(ctx::transfer_t t) noexcept;
+
+  fiber* acquire_fiber(worker* w);
+  deque_record* acquire_deque(worker* w);
+  void recycle_deque(worker* w, deque_record* d) noexcept;
+  void leave_set(deque_record* d) noexcept;
+  void remove_from_set(deque_record* d) noexcept;
+  void retire_if_empty(deque_record* d) noexcept;
+  std::int64_t outstanding_tasks() const noexcept;
+
+  options opts_;
+  stack_pool stacks_;
+  parking_lot parking_;
+  timer_service timers_;
+  std::vector<std::unique_ptr<worker>> workers_;
+
+  // Work from threads that are not workers of this runtime.
+  mutable std::mutex inject_mutex_;
+  std::deque<work_item*> injected_;            // guarded by inject_mutex_
+  std::atomic<std::size_t> injected_hint_{0};  // written under the mutex; a hint
+
+  // Pools of fibers and deques shared by the workers (each worker also keeps a
+  // small private cache). Both are type-stable: freed only in ~scheduler.
+  std::mutex pool_mutex_;
+  fiber* free_fibers_ = nullptr;             // guarded by pool_mutex_
+  deque_record* free_deques_ = nullptr;      // guarded by pool_mutex_
+  std::vector<fiber*> all_fibers_;           // guarded by pool_mutex_
+  std::vector<deque_record*> all_deques_;    // guarded by pool_mutex_
+
+  std::atomic<std::int64_t> external_started_{0};
+  std::atomic<bool> stopping_{false};
+  friend worker* this_worker() noexcept;
+  friend void task_finished() noexcept;
+  friend void task_started(scheduler*) noexcept;
+};
+
+}  // namespace weft::detail

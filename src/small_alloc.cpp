@@ -1,0 +1,70 @@
+// weft — per-thread free lists for task records (async tasks, task_group
+// children). A block freed on another thread joins that thread's list; each
+// list is capped so producer/consumer patterns cannot hoard memory.
+#include <cstddef>
+#include <new>
+
+#include "weft/detail/scheduler_hooks.hpp"
+
+namespace weft::detail {
+
+namespace {
+constexpr std::size_t class_count = 4;          // 64, 128, 256, 512 bytes
+constexpr std::size_t max_cached_per_class = 4096;
+
+struct free_block { free_block* next; };
+
+struct thread_cache {
+  free_block* heads[class_count] = {};
+  std::size_t counts[class_count] = {};
+  ~thread_cache() {
+    for (std::size_t c = 0; c < class_count; ++c) {
+      while (free_block* b = heads[c]) {
+        heads[c] = b->next;
+        ::operator delete(b, std::size_t{64} << c);
+      }
+    }
+  }
+};
+
+thread_local thread_cache tls_cache;
+
+inline int size_class(std::size_t n) noexcept {
+  if (n <= 64) return 0;
+  if (n <= 128) return 1;
+  if (n <= 256) return 2;
+  if (n <= 512) return 3;
+  return -1;
+}
+}  // namespace
+
+void* allocate_small(std::size_t bytes) {
+  int c = size_class(bytes);
+  if (c < 0) return ::operator new(bytes);
+  thread_cache& tc = tls_cache;
+  if (free_block* b = tc.heads[c]) {
+    tc.heads[c] = b->next;
+    --tc.counts[c];
+    return b;
+  }
+  return ::operator new(std::size_t{64} << c);
+}
+
+void deallocate_small(void* p, std::size_t bytes) noexcept {
+  int c = size_class(bytes);
+  if (c < 0) {
+    ::operator delete(p, bytes);
+    return;
+  }
+  thread_cache& tc = tls_cache;
+  if (tc.counts[c] >= max_cached_per_class) {
+    ::operator delete(p, std::size_t{64} << c);
+    return;
+  }
+  auto* b = static_cast<free_block*>(p);
+  b->next = tc.heads[c];
+  tc.heads[c] = b;
+  ++tc.counts[c];
+}
+
+}  // namespace weft::detail

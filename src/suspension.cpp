@@ -1,0 +1,213 @@
+// weft — the one way to block: wait on a completion. Inside a runtime the
+// task's fiber is suspended (scheduler::suspend, ProWS); on any other thread
+// the thread blocks on a condition variable. Timed waits add a timer entry.
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "scheduler.hpp"
+#include "weft/this_task.hpp"
+
+namespace weft::detail {
+
+namespace {
+
+// ----- waiting tasks ---------------------------------------------------------
+
+struct fiber_waiter : waiter {
+  scheduler* sched = nullptr;
+  fiber* suspended = nullptr;  // set by the commit, before registration
+  timer_entry timer;           // used by timed waits only
+  completion* event = nullptr;
+};
+
+void wake_fiber(waiter* w) noexcept {
+  auto* fw = static_cast<fiber_waiter*>(w);
+  fw->sched->make_resumable(fw->suspended);  // last touch of fw
+}
+
+void fire_fiber_timer(timer_entry* e) noexcept {
+  auto* fw = static_cast<fiber_waiter*>(e->context);
+  std::uint32_t expected = waiter::waiting;
+  // acq_rel: races the completer's CAS in completion::wake_all.
+  if (fw->state.compare_exchange_strong(expected, waiter::timed_out, std::memory_order_acq_rel))
+    fw->sched->make_resumable(fw->suspended);
+}
+
+void commit_wait(void* arg, fiber* self) noexcept {
+  auto* fw = static_cast<fiber_waiter*>(arg);
+  fw->suspended = self;
+  if (!fw->event->add_waiter(fw)) {
+    // Set between our check and the registration: resume at once.
+    fw->state.store(waiter::signalled, std::memory_order_relaxed);
+    fw->sched->make_resumable(self);
+  }
+  // After a successful add_waiter, fw may already be gone: do not touch it.
+}
+
+void commit_timed_wait(void* arg, fiber* self) noexcept {
+  auto* fw = static_cast<fiber_waiter*>(arg);
+  fw->suspended = self;
+  timer_service& timers = fw->sched->timers();
+  // Register with the timer and the event under the timer's lock, so neither
+  // the timer nor (through cancel(), which takes that lock) the resumed task
+  // can act before both registrations are complete.
+  timers.add_then(&fw->timer, [](timer_entry* e, void* a) noexcept {
+    auto* w = static_cast<fiber_waiter*>(a);
+    if (!w->event->add_waiter(w)) {
+      std::uint32_t expected = waiter::waiting;
+      if (w->state.compare_exchange_strong(expected, waiter::signalled,
+                                           std::memory_order_acq_rel)) {
+        timer_service::disarm_locked(e);
+        w->sched->make_resumable(w->suspended);
+      }
+    }
+  }, fw);
+}
+
+// ----- waiting threads ---------------------------------------------------------
+
+struct thread_waiter : waiter {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool woken = false;  // guarded by mutex
+};
+
+void wake_thread(waiter* w) noexcept {
+  auto* tw = static_cast<thread_waiter*>(w);
+  std::lock_guard lock(tw->mutex);
+  tw->woken = true;
+  tw->cv.notify_one();
+}
+
+// Waits until a timed-out waiter is no longer referenced by a completer.
+void settle_timed_out(completion& c, waiter& w) noexcept {
+  if (c.remove_waiter(&w)) return;
+  // A completer took it from the list and lost the race to the timeout; it
+  // sets completer_done as its last touch (a few instructions away).
+  while (!w.completer_done.load(std::memory_order_acquire)) std::this_thread::yield();
+}
+
+bool thread_wait(completion& c, const std::chrono::steady_clock::time_point* deadline) {
+  thread_waiter tw;
+  tw.wake = &wake_thread;
+  if (!c.add_waiter(&tw)) return true;
+  {
+    std::unique_lock lock(tw.mutex);
+    if (!deadline) {
+      tw.cv.wait(lock, [&] { return tw.woken; });
+      return true;
+    }
+    if (tw.cv.wait_until(lock, *deadline, [&] { return tw.woken; })) return true;
+  }
+  std::uint32_t expected = waiter::waiting;
+  if (!tw.state.compare_exchange_strong(expected, waiter::timed_out, std::memory_order_acq_rel)) {
+    // Signalled just now: the wake-up is on its way; wait for it, since it
+    // touches tw.
+    std::unique_lock lock(tw.mutex);
+    tw.cv.wait(lock, [&] { return tw.woken; });
+    return true;
+  }
+  settle_timed_out(c, tw);
+  return c.is_set();
+}
+
+}  // namespace
+
+void wait(completion& c) {
+  if (c.is_set()) return;
+  worker* w = this_worker();
+  if (!w) {
+    thread_wait(c, nullptr);
+    return;
+  }
+  fiber_waiter fw;
+  fw.wake = &wake_fiber;
+  fw.sched = w->sched;
+  fw.event = &c;
+  w->sched->suspend(w, &commit_wait, &fw);
+}
+
+bool wait_until(completion& c, std::chrono::steady_clock::time_point deadline) {
+  if (c.is_set()) return true;
+  worker* w = this_worker();
+  if (!w) return thread_wait(c, &deadline);
+  if (deadline <= std::chrono::steady_clock::now()) return c.is_set();
+  fiber_waiter fw;
+  fw.wake = &wake_fiber;
+  fw.sched = w->sched;
+  fw.event = &c;
+  fw.timer.deadline = deadline;
+  fw.timer.fire = &fire_fiber_timer;
+  fw.timer.context = &fw;
+  w->sched->suspend(w, &commit_timed_wait, &fw);
+  // Resumed. Make sure the timer thread is done with fw.timer.
+  fw.sched->timers().cancel(&fw.timer);
+  if (fw.state.load(std::memory_order_acquire) == waiter::signalled) return true;
+  settle_timed_out(c, fw);
+  return c.is_set();
+}
+
+worker_view* require_worker(const char* what) {
+  worker* w = this_worker();
+  if (!w) {
+    throw std::logic_error(std::string(what) +
+                           " must be called from a task running in a weft::runtime "
+                           "(use runtime::run or runtime::async to enter one)");
+  }
+  return w;
+}
+
+}  // namespace weft::detail
+
+namespace weft::this_task {
+
+using namespace weft::detail;
+
+void yield() {
+  worker* w = this_worker();
+  if (!w) {
+    std::this_thread::yield();
+    return;
+  }
+  // Suspend and become resumable at once: the continuation goes to the bottom
+  // of our deque, which is donated; older ready work is taken first.
+  w->sched->suspend(w, [](void* s, fiber* self) noexcept {
+    static_cast<scheduler*>(s)->make_resumable(self);
+  }, w->sched);
+}
+
+int worker_id() noexcept {
+  worker* w = this_worker();
+  return w ? static_cast<int>(w->index) : -1;
+}
+
+void sleep_until(std::chrono::steady_clock::time_point deadline) {
+  worker* w = this_worker();
+  if (!w) {
+    std::this_thread::sleep_until(deadline);
+    return;
+  }
+  if (deadline <= std::chrono::steady_clock::now()) return;
+  struct sleeper {
+    timer_entry timer;
+    scheduler* sched;
+    fiber* suspended;
+  } s{};
+  s.timer.deadline = deadline;
+  s.timer.fire = [](timer_entry* e) noexcept {
+    auto* sl = static_cast<sleeper*>(e->context);
+    sl->sched->make_resumable(sl->suspended);
+  };
+  s.timer.context = &s;
+  s.sched = w->sched;
+  w->sched->suspend(w, [](void* a, fiber* self) noexcept {
+    auto* sl = static_cast<sleeper*>(a);
+    sl->suspended = self;
+    sl->sched->timers().add(&sl->timer);
+  }, &s);
+  s.sched->timers().cancel(&s.timer);  // the timer thread is done with s
+}
+
+}  // namespace weft::this_task

@@ -1,0 +1,72 @@
+#include "timer_service.hpp"
+
+namespace weft::detail {
+
+timer_service::~timer_service() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void timer_service::add(timer_entry* e) {
+  add_then(e, nullptr, nullptr);
+}
+
+void timer_service::add_then(timer_entry* e, void (*then)(timer_entry*, void*) noexcept,
+                             void* arg) {
+  bool earliest;
+  {
+    std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    e->pos = entries_.emplace(e->deadline, e);
+    e->armed = true;
+    e->service = this;
+    earliest = e->pos == entries_.begin();
+    if (then) then(e, arg);
+    // `e` may be gone once the lock is released (its owner resumed).
+  }
+  if (earliest) cv_.notify_one();
+}
+
+void timer_service::disarm_locked(timer_entry* e) noexcept {
+  if (!e->armed) return;
+  e->service->entries_.erase(e->pos);
+  e->armed = false;
+}
+
+bool timer_service::cancel(timer_entry* e) noexcept {
+  std::lock_guard lock(mutex_);
+  if (!e->armed) return false;
+  entries_.erase(e->pos);
+  e->armed = false;
+  return true;
+}
+
+std::size_t timer_service::pending() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+void timer_service::run() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    if (entries_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto first = entries_.begin();
+    if (first->first > std::chrono::steady_clock::now()) {
+      cv_.wait_until(lock, first->first);
+      continue;
+    }
+    timer_entry* e = first->second;
+    entries_.erase(first);
+    e->armed = false;
+    e->fire(e);  // under the lock: cancel() waits for it to finish
+  }
+}
+
+}  // namespace weft::detail

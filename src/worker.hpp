@@ -1,0 +1,90 @@
+// weft — a worker: one OS thread running fibers, with its active deque and
+// its share of inactive (suspended or resumable) deques, per ProWS.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "fiber.hpp"
+#include "weft/detail/chase_lev_deque.hpp"
+#include "weft/detail/completion.hpp"
+#include "weft/detail/scheduler_hooks.hpp"
+
+namespace weft::detail {
+
+// A deque as the scheduler sees it: the Chase-Lev core plus its membership in
+// a worker's set of stealable inactive deques.
+struct deque_record : chase_lev_deque {
+  // Orders the decisions "put into a set" (donation, resumption) and "take out
+  // of its set" (found empty by a thief, adopted by a mugger), so a deque that
+  // holds work is never left in no set (docs/design.md §Deques).
+  spin_lock membership;
+  int set_owner = -1;       // guarded by membership: worker whose set holds it, or -1
+  std::size_t set_pos = 0;  // guarded by the set_owner's inactive.lock
+  deque_record* next_free = nullptr;  // deque pool link
+};
+
+// The inactive deques donated to one worker. Thieves pick a random worker,
+// then a random entry here (or the worker's active deque).
+struct stealable_set {
+  spin_lock lock;
+  std::vector<deque_record*> deques;  // guarded by lock
+  // Number of entries; written under lock (release), read without it as a hint
+  // (acquire) by thieves and by parking workers.
+  std::atomic<std::size_t> size_hint{0};
+};
+
+// Work performed right after a switch, on the fiber switched to, by the same
+// thread: it publishes or recycles the fiber switched away from, which must
+// not be touched by anyone else before it is fully switched out.
+struct post_switch_action {
+  void (*fn)(struct worker* w, fiber* prev, void* arg) noexcept = nullptr;
+  void* arg = nullptr;
+};
+
+// Single-writer counter (the owning worker), read by any thread.
+struct owned_counter {
+  std::atomic<std::int64_t> value{0};
+  // release: a reader that sees the new value sees what preceded it (for the
+  // task counters: the task's effects and its children's start counts).
+  void add(std::int64_t n = 1) noexcept {
+    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+  std::int64_t read() const noexcept { return value.load(std::memory_order_acquire); }
+};
+
+struct worker : worker_view {
+  std::thread thread;
+  fiber native{nullptr};      // the thread's own context; no stack of ours
+  fiber* running = nullptr;   // owner only: the fiber this worker runs now
+  post_switch_action pending; // owner only
+  stealable_set inactive;
+  std::uint64_t rng_state = 0;  // owner only
+  std::vector<fiber*> fiber_cache;         // owner only
+  std::vector<deque_record*> deque_cache;  // owner only
+
+  // Async tasks started / finished on this worker (runtime drain).
+  alignas(cache_line) owned_counter tasks_started;
+  owned_counter tasks_finished;
+  owned_counter steals;
+  owned_counter suspensions;
+  owned_counter parks;
+
+  std::uint64_t next_random() noexcept {  // xorshift64*
+    std::uint64_t x = rng_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+  }
+};
+
+// The worker running the calling thread (nullptr elsewhere). Never inlined:
+// see current_worker() in scheduler_hooks.hpp.
+worker* this_worker() noexcept;
+void set_this_worker(worker* w) noexcept;
+
+}  // namespace weft::detail
