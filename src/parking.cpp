@@ -22,7 +22,7 @@ bool register_membarrier() {
 parking_lot::parking_lot() : heavy_fence_(register_membarrier()) {}
 
 void parking_lot::heavy_fence() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  full_fence();
   if (heavy_fence_) ::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 

@@ -15,6 +15,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "weft/detail/chase_lev_deque.hpp"  // full_fence
+
 namespace weft::detail {
 
 class parking_lot {
@@ -34,8 +36,6 @@ class parking_lot {
   // Wakes every parked worker (shutdown).
   void wake_all() noexcept;
 
-  // Full fence for the waking side on slow paths (any thread).
-  static void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
   bool has_heavy_fence() const noexcept { return heavy_fence_; }
 
  private:

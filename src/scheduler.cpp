@@ -293,7 +293,7 @@ void scheduler::make_resumable(fiber* f) noexcept {
   d->push(&f->resume_item);
   ensure_stealable(d);
   // seq_cst: the waking side of the parking handshake (slow path, full fence).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
 }
 
@@ -324,7 +324,7 @@ void scheduler::inject(work_item* item) {
     injected_hint_.store(injected_.size(), std::memory_order_relaxed);
   }
   // seq_cst: waking side of the parking handshake.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
 }
 

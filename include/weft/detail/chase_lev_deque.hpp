@@ -29,9 +29,29 @@
 
 #include "weft/detail/work_item.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TSAN_BUILD 1
+#endif
+#endif
+
 namespace weft::detail {
 
 inline constexpr std::size_t cache_line = 64;
+
+// A full (seq_cst) fence. ThreadSanitizer does not model fences, so TSan
+// builds use a seq_cst read-modify-write instead, which is a full barrier on
+// the hardware weft supports (x86-64, AArch64) and keeps TSan's -Wtsan quiet.
+inline void full_fence() noexcept {
+#ifdef WEFT_TSAN_BUILD
+  static std::atomic<int> fence_word{0};
+  fence_word.fetch_add(0, std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
 
 class chase_lev_deque {
  public:
@@ -63,11 +83,18 @@ class chase_lev_deque {
   work_item* pop() {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     ring* a = array_.load(std::memory_order_relaxed);
+#ifdef WEFT_TSAN_BUILD
+    // TSan build: the same Dekker handshake with seq_cst operations instead
+    // of a fence (TSan models these).
+    bottom_.exchange(b, std::memory_order_seq_cst);
+    std::int64_t t = top_.load(std::memory_order_seq_cst);
+#else
     bottom_.store(b, std::memory_order_relaxed);
     // seq_cst fence: orders the bottom store before the top load, the Dekker
     // handshake with steal()'s fence (Lê et al. Fig. 1, line 12).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     std::int64_t t = top_.load(std::memory_order_relaxed);
+#endif
     if (t > b) {  // empty
       bottom_.store(b + 1, std::memory_order_relaxed);
       return nullptr;
@@ -105,12 +132,17 @@ class chase_lev_deque {
   // Any thread.
   steal_result steal(work_item*& out) {
     // acquire: pairs with the release CAS/stores of top by other thieves/owner.
+#ifdef WEFT_TSAN_BUILD
+    std::int64_t t = top_.load(std::memory_order_seq_cst);
+    std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+#else
     std::int64_t t = top_.load(std::memory_order_acquire);
     // seq_cst fence: the thief's half of the Dekker handshake with pop().
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // acquire: pairs with push()'s release store; makes the slot and the item's
     // contents visible.
     std::int64_t b = bottom_.load(std::memory_order_acquire);
+#endif
     if (t >= b) return steal_result::empty;
     // acquire: pairs with grow()'s release store of a new ring.
     ring* a = array_.load(std::memory_order_acquire);
