@@ -31,7 +31,10 @@ __attribute__((noinline)) worker* this_worker() noexcept {
   asm volatile("" ::: "memory");
   return tls_worker;
 }
-__attribute__((noinline)) worker_view* current_worker() noexcept { return this_worker(); }
+__attribute__((noinline)) worker_view* current_worker() noexcept {
+  asm volatile("" ::: "memory");
+  return tls_worker;
+}
 void set_this_worker(worker* w) noexcept { tls_worker = w; }
 
 scheduler::scheduler(const options& resolved) : opts_(resolved), stacks_(resolved.stack_size) {
@@ -352,15 +355,6 @@ unsigned current_worker_count() noexcept {
   return w ? w->sched->worker_count() : 1;
 }
 
-void task_started(scheduler* s) noexcept {
-  worker* w = this_worker();
-  if (w && w->sched == s) {
-    w->tasks_started.add();
-  } else {
-    s->count_external_start();
-  }
-}
-
-void task_finished() noexcept { this_worker()->tasks_finished.add(); }
+void count_external_start(scheduler* s) noexcept { s->count_external_start(); }
 
 }  // namespace weft::detail

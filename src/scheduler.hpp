@@ -101,8 +101,6 @@ class scheduler {
   std::atomic<std::int64_t> external_started_{0};
   std::atomic<bool> stopping_{false};
   friend worker* this_worker() noexcept;
-  friend void task_finished() noexcept;
-  friend void task_started(scheduler*) noexcept;
 };
 
 }  // namespace weft::detail

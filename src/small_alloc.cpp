@@ -14,20 +14,28 @@ constexpr std::size_t max_cached_per_class = 4096;
 
 struct free_block { free_block* next; };
 
+// Trivially destructible, so accessing it needs no TLS init wrapper (a call
+// and a guard check on every access); the blocks are returned at thread exit
+// by `cache_reaper`, which is touched only when a list first grows.
 struct thread_cache {
-  free_block* heads[class_count] = {};
-  std::size_t counts[class_count] = {};
-  ~thread_cache() {
+  free_block* heads[class_count];
+  std::size_t counts[class_count];
+  bool reaper_armed;
+};
+thread_local thread_cache tls_cache{};
+
+struct cache_reaper {
+  ~cache_reaper() {
     for (std::size_t c = 0; c < class_count; ++c) {
-      while (free_block* b = heads[c]) {
-        heads[c] = b->next;
+      while (free_block* b = tls_cache.heads[c]) {
+        tls_cache.heads[c] = b->next;
         ::operator delete(b, std::size_t{64} << c);
       }
+      tls_cache.counts[c] = 0;
     }
   }
 };
-
-thread_local thread_cache tls_cache;
+thread_local cache_reaper tls_reaper;
 
 inline int size_class(std::size_t n) noexcept {
   if (n <= 64) return 0;
@@ -60,6 +68,10 @@ void deallocate_small(void* p, std::size_t bytes) noexcept {
   if (tc.counts[c] >= max_cached_per_class) {
     ::operator delete(p, std::size_t{64} << c);
     return;
+  }
+  if (!tc.reaper_armed) {
+    tc.reaper_armed = true;
+    (void)&tls_reaper;  // odr-use: constructs it, registering its destructor
   }
   auto* b = static_cast<free_block*>(p);
   b->next = tc.heads[c];

@@ -44,17 +44,6 @@ struct post_switch_action {
   void* arg = nullptr;
 };
 
-// Single-writer counter (the owning worker), read by any thread.
-struct owned_counter {
-  std::atomic<std::int64_t> value{0};
-  // release: a reader that sees the new value sees what preceded it (for the
-  // task counters: the task's effects and its children's start counts).
-  void add(std::int64_t n = 1) noexcept {
-    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_release);
-  }
-  std::int64_t read() const noexcept { return value.load(std::memory_order_acquire); }
-};
-
 struct worker : worker_view {
   std::thread thread;
   fiber native{nullptr};      // the thread's own context; no stack of ours
@@ -65,10 +54,7 @@ struct worker : worker_view {
   std::vector<fiber*> fiber_cache;         // owner only
   std::vector<deque_record*> deque_cache;  // owner only
 
-  // Async tasks started / finished on this worker (runtime drain).
-  alignas(cache_line) owned_counter tasks_started;
-  owned_counter tasks_finished;
-  owned_counter steals;
+  alignas(cache_line) owned_counter steals;
   owned_counter suspensions;
   owned_counter parks;
 

@@ -44,6 +44,9 @@ namespace detail {
 class future_state_base {
  public:
   future_state_base() = default;
+  // For async tasks: born with two references (the future's and the
+  // execution's), set without an atomic read-modify-write.
+  explicit future_state_base(int initial_refs) noexcept : refs_(initial_refs) {}
   future_state_base(const future_state_base&) = delete;
   future_state_base& operator=(const future_state_base&) = delete;
 
@@ -59,6 +62,26 @@ class future_state_base {
   }
 
   bool ready() const noexcept { return done_.is_set(); }
+
+  // future<T>::get's fast path: if this is an async task that nobody has
+  // started and that sits at the bottom of the caller's own deque, pop it and
+  // run it here. The caller then holds both references (its own and the
+  // execution's), so the result needs no publication and the state is freed
+  // with destroy_owned(), without any atomic operation.
+  bool run_inline_if_own_child() {
+    if (!pending_item_ || done_.is_set()) return false;
+    worker_view* w = current_worker();
+    if (!w) return false;
+    chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
+    if (!d->pop_if(pending_item_)) return false;
+    // From here on this is an ordinary call made by the parent, which stays
+    // outstanding until it finishes, so the runtime cannot drain meanwhile:
+    // count the task finished now, on the worker we hold (single writer).
+    w->tasks_finished.add();
+    run_owned_(this);
+    return true;
+  }
+  void destroy_owned() noexcept { destroy(); }
 
   // Blocks until ready. An async child still at the bottom of the caller's
   // own deque is run inline instead (nobody else has started it).
@@ -92,6 +115,7 @@ class future_state_base {
   virtual ~future_state_base() = default;
   virtual void destroy() noexcept { delete this; }
   work_item* pending_item_ = nullptr;  // async tasks only; immutable
+  void (*run_owned_)(future_state_base*) = nullptr;  // async tasks only
 
  private:
   completion done_;
@@ -104,6 +128,8 @@ class future_state_base {
 template <class T>
 class future_state : public future_state_base {
  public:
+  using future_state_base::future_state_base;
+  future_state() = default;
   template <class... A>
   void emplace(A&&... a) { ::new (static_cast<void*>(&storage_)) T(std::forward<A>(a)...); has_value_ = true; }
   T& value() noexcept { return *std::launder(reinterpret_cast<T*>(&storage_)); }
@@ -120,6 +146,8 @@ class future_state : public future_state_base {
 template <>
 class future_state<void> : public future_state_base {
  public:
+  using future_state_base::future_state_base;
+  future_state() = default;
   void emplace() noexcept { has_value_ = true; }
   bool has_value() const noexcept { return has_value_; }
 
@@ -132,30 +160,38 @@ class future_state<void> : public future_state_base {
 template <class R, class Fn>
 class async_task final : public future_state<R>, public work_item {
  public:
-  explicit async_task(Fn&& fn) : work_item(&run), fn_(std::move(fn)) {
+  // Two references: the future's and the execution's.
+  explicit async_task(Fn&& fn) : future_state<R>(2), work_item(&run), fn_(std::move(fn)) {
     this->pending_item_ = static_cast<work_item*>(this);
-    this->add_ref();  // the execution's reference
+    this->run_owned_ = &run_owned;
   }
   static void* operator new(std::size_t n) { return allocate_small(n); }
   static void operator delete(void* p, std::size_t n) noexcept { deallocate_small(p, n); }
 
  private:
-  static void run(work_item* item) noexcept {
-    auto* self = static_cast<async_task*>(item);
-    // No claim(): an async task's state has exactly one producer, this run.
+  // Runs the callable and stores its result. No claim(): an async task's
+  // state has exactly one producer.
+  void compute() noexcept {
     try {
       if constexpr (std::is_void_v<R>) {
-        self->fn_();
-        self->emplace();
+        fn_();
+        this->emplace();
       } else {
-        self->emplace(self->fn_());
+        this->emplace(fn_());
       }
     } catch (...) {
-      self->set_error(std::current_exception());
+      this->set_error(std::current_exception());
     }
-    self->publish();
+  }
+  static void run(work_item* item) noexcept {
+    auto* self = static_cast<async_task*>(item);
+    self->compute();
     task_finished();
+    self->publish();
     self->release();  // the execution's reference; may free self
+  }
+  static void run_owned(future_state_base* base) {
+    static_cast<async_task*>(static_cast<future_state<R>*>(base))->compute();
   }
   Fn fn_;
 };
@@ -189,7 +225,7 @@ auto launch_async(scheduler* s, F&& f, Args&&... args)
   }
   auto* t = new task_t(std::move(inv));
   future<R> result(static_cast<future_state<R>*>(t));
-  task_started(s);
+  task_started(w, s);
   if (w && w->sched == s) {
     push_task(w, w->active.load(std::memory_order_relaxed), static_cast<work_item*>(t));
   } else {
@@ -247,11 +283,16 @@ class future {
   // future is invalid afterwards; a second get() throws future_error(no_state).
   T get() {
     check();
-    state_->wait();
+    bool owned = state_->run_inline_if_own_child();
+    if (!owned) state_->wait();
     struct releaser {
       detail::future_state<T>*& s;
-      ~releaser() { s->release(); s = nullptr; }
-    } r{state_};
+      bool owned;
+      ~releaser() {
+        if (owned) s->destroy_owned(); else s->release();
+        s = nullptr;
+      }
+    } r{state_, owned};
     if (state_->error()) std::rethrow_exception(state_->error());
     if constexpr (!std::is_void_v<T>) return std::move(state_->value());
   }

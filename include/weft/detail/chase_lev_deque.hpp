@@ -111,6 +111,18 @@ class chase_lev_deque {
     return x;
   }
 
+  // Owner only: pops the bottom item only if it is `expected`. Returns true if
+  // the caller now owns `expected`. One pass: the slot is read before the
+  // claim (only the owner writes slots), the fence is paid only on a match.
+  bool pop_if(work_item* expected) {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
+    ring* a = array_.load(std::memory_order_relaxed);
+    // A stale slot of an empty deque may hold `expected` too; the top check
+    // below rejects that case.
+    if (a->get(b) != expected) return false;
+    return pop() == expected;
+  }
+
   // Owner only: the item a pop() would return, without removing it (nullptr
   // when empty). A thief can take it only if it is the last item; pop() then
   // reports the loss by returning nullptr.

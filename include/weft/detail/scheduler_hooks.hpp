@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
@@ -16,6 +17,19 @@ class scheduler;
 
 // The part of a worker that inline code touches. The full worker lives in
 // src/worker.hpp and derives from this.
+// Single-writer counter (the owning worker), read by any thread.
+struct owned_counter {
+  std::atomic<std::int64_t> value{0};
+  // relaxed load: only the owner writes. release store: a reader that sees the
+  // new value sees what preceded it (for the task counters: the task's effects
+  // and its children's start counts).
+  void add(std::int64_t n = 1) noexcept {
+    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+  // acquire: pairs with add().
+  std::int64_t read() const noexcept { return value.load(std::memory_order_acquire); }
+};
+
 struct worker_view {
   // The deque of the fiber this worker is running. Invariant: a running fiber
   // and its worker's active deque are paired — when the fiber suspends, the
@@ -27,6 +41,10 @@ struct worker_view {
   const std::atomic<int>* sleepers = nullptr;
   scheduler* sched = nullptr;
   unsigned index = 0;
+  // Async tasks started / finished on this worker; the runtime's destructor
+  // waits until the sums match (src/scheduler.cpp, outstanding_tasks).
+  alignas(cache_line) owned_counter tasks_started;
+  owned_counter tasks_finished;
 };
 
 // The worker running the calling thread, or nullptr on a thread that is not a
@@ -71,14 +89,20 @@ void deallocate_small(void* p, std::size_t bytes) noexcept;
 inline bool try_take_own_bottom(work_item* item) {
   worker_view* w = current_worker();
   if (!w) return false;
-  chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
-  if (d->peek_bottom() != item) return false;
-  return d->pop() == item;
+  return w->active.load(std::memory_order_relaxed)->pop_if(item);
 }
 
 // Counts asynchronous tasks (async, detached work) not yet finished, so that a
 // runtime's destructor can wait for them. Per-worker counters, no sharing.
-void task_started(scheduler* s) noexcept;
-void task_finished() noexcept;
+void count_external_start(scheduler* s) noexcept;
+inline void task_started(worker_view* w, scheduler* s) noexcept {
+  if (w && w->sched == s) {
+    w->tasks_started.add();
+  } else {
+    count_external_start(s);
+  }
+}
+// Called by the worker that finished the task.
+inline void task_finished() noexcept { current_worker()->tasks_finished.add(); }
 
 }  // namespace weft::detail
