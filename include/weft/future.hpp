@@ -161,7 +161,8 @@ template <class R, class Fn>
 class async_task final : public future_state<R>, public work_item {
  public:
   // Two references: the future's and the execution's.
-  explicit async_task(Fn&& fn) : future_state<R>(2), work_item(&run), fn_(std::move(fn)) {
+  explicit async_task(Fn&& fn)
+      : future_state<R>(2), work_item(&run, static_cast<future_state_base*>(this)), fn_(std::move(fn)) {
     this->pending_item_ = static_cast<work_item*>(this);
     this->run_owned_ = &run_owned;
   }

@@ -25,10 +25,7 @@ namespace weft {
 // Must be used inside a task; throws std::logic_error on other threads.
 class task_group {
  public:
-  task_group() : worker_(detail::require_worker("weft::task_group")) {
-    deque_ = worker_->active.load(std::memory_order_relaxed);
-    base_ = deque_->bottom_index();
-  }
+  task_group() : worker_(detail::require_worker("weft::task_group")) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
   // Syncs (Cilk's implicit sync). If a child threw and sync() was not called,
@@ -50,7 +47,9 @@ class task_group {
     // relaxed: children decrement with acq_rel; the parent's own increment
     // needs no ordering (it happens before the push that publishes the child).
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    detail::push_task(worker_, deque_, c);
+    // The task may have moved to another worker since the last spawn.
+    detail::worker_view* w = detail::current_worker();
+    detail::push_task(w, w->active.load(std::memory_order_relaxed), c);
   }
 
   // Waits for every child spawned so far; rethrows the first child exception.
@@ -63,8 +62,8 @@ class task_group {
  private:
   template <class F>
   struct child final : detail::work_item {
-    child(task_group* g, F&& f) : work_item(&run), group(g), fn(std::move(f)) {}
-    child(task_group* g, const F& f) : work_item(&run), group(g), fn(f) {}
+    child(task_group* g, F&& f) : work_item(&run, g), group(g), fn(std::move(f)) {}
+    child(task_group* g, const F& f) : work_item(&run, g), group(g), fn(f) {}
     static void* operator new(std::size_t n) { return detail::allocate_small(n); }
     static void operator delete(void* p, std::size_t n) noexcept { detail::deallocate_small(p, n); }
     static void run(detail::work_item* item) noexcept {
@@ -83,12 +82,14 @@ class task_group {
   };
 
   void join() {
-    // Run our own unstolen children, newest first. Items at indices >= base_
-    // are this group's (deeper frames synced before returning to us), and the
-    // deque pointer is stable across suspensions (worker_view::active).
-    while (deque_->bottom_index() > base_) {
-      detail::work_item* item = deque_->pop();
-      if (!item) break;  // a thief took the last one
+    // Run our own unstolen children, newest first: they are at the bottom of
+    // the current deque (deeper frames joined theirs before returning to us).
+    // Each iteration re-reads the worker: a child run inline may suspend and
+    // bring us back on another one.
+    for (;;) {
+      detail::chase_lev_deque* d = detail::current_worker()->active.load(std::memory_order_relaxed);
+      detail::work_item* item = d->peek_bottom();
+      if (!item || item->tag != this || !d->pop_if(item)) break;
       item->execute(item);
     }
     // Drop the parent's bias; whoever brings the count to zero is last.
@@ -99,7 +100,6 @@ class task_group {
     all_done_.reset();
     // relaxed: no child is outstanding, nobody else touches the counter.
     outstanding_.store(1, std::memory_order_relaxed);
-    base_ = deque_->bottom_index();
   }
 
   void child_done() noexcept {
@@ -117,9 +117,7 @@ class task_group {
     return std::exchange(error_, nullptr);
   }
 
-  detail::worker_view* worker_;
-  detail::chase_lev_deque* deque_;
-  std::int64_t base_;
+  detail::worker_view* worker_;  // the creator's worker (validates the context)
   // Children not yet finished, plus one for the parent until it syncs.
   // Invariant: outstanding_ == 1 + (spawned - finished) between syncs.
   std::atomic<std::int64_t> outstanding_{1};
@@ -148,7 +146,7 @@ fj_result_t<F> invoke_to_value(F& f) {
 // outlives it because the parent joins before returning.
 template <class G>
 struct join_frame final : work_item {
-  explicit join_frame(G& g) : work_item(&run), fn(g) {}
+  explicit join_frame(G& g) : work_item(&run, this), fn(g) {}
   static void run(work_item* item) noexcept {
     auto* self = static_cast<join_frame*>(item);
     try {
@@ -182,7 +180,10 @@ std::pair<detail::fj_result_t<F>, detail::fj_result_t<G>> fork_join(F&& f, G&& g
   } catch (...) {
     error = std::current_exception();
   }
-  if (d->pop() == &frame) {
+  // Re-read the deque: under the parsimonious policy f() may have suspended
+  // and resumed on another worker's deque. Pop only our own record.
+  d = detail::current_worker()->active.load(std::memory_order_relaxed);
+  if (d->pop_if(&frame)) {
     // Not stolen: run the second branch inline (no atomic needed).
     try {
       frame.result.emplace(detail::invoke_to_value(g));

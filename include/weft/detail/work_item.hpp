@@ -10,7 +10,14 @@ namespace weft::detail {
 struct work_item {
   using execute_fn = void (*)(work_item*) noexcept;
   execute_fn execute;
-  explicit constexpr work_item(execute_fn fn) noexcept : execute(fn) {}
+  // Who may pop this item back at a join: the task_group, fork_join frame or
+  // future state that pushed it (nullptr for continuations). Joins pop from
+  // the bottom of the current deque only items carrying their own tag, so they
+  // never run (or lose) someone else's item, whatever the steal policy did to
+  // the deque while the joining task was suspended.
+  const void* tag;
+  constexpr work_item(execute_fn fn, const void* owner_tag = nullptr) noexcept
+      : execute(fn), tag(owner_tag) {}
 };
 
 }  // namespace weft::detail
