@@ -31,6 +31,8 @@ struct fiber {
   // The continuation: pushed into `deque` on resumption; whoever steals it
   // adopts the deque and switches to this fiber.
   work_item resume_item;
+  // Parsimonious policy: the worker whose resumed list receives this fiber.
+  unsigned home = 0;
   fiber* next_free = nullptr;  // fiber pool link
   // Sanitizer bookkeeping.
   void* asan_fake_stack = nullptr;

@@ -1,6 +1,7 @@
 #include "scheduler.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <thread>
 
@@ -37,7 +38,10 @@ __attribute__((noinline)) worker_view* current_worker() noexcept {
 }
 void set_this_worker(worker* w) noexcept { tls_worker = w; }
 
-scheduler::scheduler(const options& resolved) : opts_(resolved), stacks_(resolved.stack_size) {
+scheduler::scheduler(const options& resolved)
+    : opts_(resolved),
+      parsimonious_(resolved.policy == steal_policy::parsimonious),
+      stacks_(resolved.stack_size) {
   install_overflow_handler();
   workers_.reserve(opts_.workers);
   for (unsigned i = 0; i < opts_.workers; ++i) {
@@ -262,13 +266,23 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept;
 
 void scheduler::suspend(worker* w, commit_fn commit, void* arg) {
   fiber* self = w->running;
+  w->suspensions.add();
+  if (parsimonious_) {
+    // ParWS: the worker keeps its active deque (and goes on popping it) on a
+    // fresh fiber; the task's fiber will come back through w's resumed list.
+    self->deque = nullptr;
+    self->home = w->index;
+    fiber* next = acquire_fiber(w);
+    suspend_args a{nullptr, commit, arg};
+    switch_to(w, next, {&post_suspend, &a}, false);
+    return;
+  }
   auto* d = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
   self->deque = d;
   deque_record* fresh = acquire_deque(w);
   fiber* next = acquire_fiber(w);
   // release: a thief that loads the new active deque sees it initialised.
   w->active.store(fresh, std::memory_order_release);
-  w->suspensions.add();
   suspend_args a{d, commit, arg};
   switch_to(w, next, {&post_suspend, &a}, false);
   // Resumed: the adopting worker made `d` its active deque again.
@@ -281,7 +295,7 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept {
   // ProWS step 2: donate the suspended deque to a random worker, if it still
   // holds stealable items (an empty suspended deque is unstealable: it waits,
   // in no set, until its fiber becomes resumable).
-  if (!a.deque->looks_empty()) {
+  if (a.deque && !a.deque->looks_empty()) {
     s->ensure_stealable(a.deque);
   }
   a.commit(a.arg, suspended);  // after this, `suspended` may run anywhere
@@ -289,6 +303,17 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept {
 }  // namespace
 
 void scheduler::make_resumable(fiber* f) noexcept {
+  if (parsimonious_) {
+    resumed_list& r = workers_[f->home]->resumed;
+    r.lock.lock();
+    r.fibers.push_back(f);
+    // release: a worker reading the hint then taking the lock finds f.
+    r.size_hint.store(r.fibers.size(), std::memory_order_release);
+    r.lock.unlock();
+    full_fence();  // waking side of the parking handshake
+    if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
+    return;
+  }
   deque_record* d = f->deque;
   // The deque has no owner while its fiber is suspended; this thread acts as
   // its owner for this one push. It synchronised with the suspending worker
@@ -315,6 +340,52 @@ void scheduler::resume_stolen(work_item* item) noexcept {
   s->recycle_deque(w, old);
   s->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
   __builtin_unreachable();  // this fiber's frames are abandoned and recycled
+}
+
+// --- parsimonious policy: resumed fibers re-injected as a parallel loop ---------
+
+namespace {
+// A parallel loop over resumed fibers (paper 002 Figure 3, line 9): executing
+// it pushes half of its fibers as a new batch until one is left, then switches
+// to that one. Always executed at the top of a worker loop (joins never pop
+// untagged items), so abandoning the executing fiber's frames is safe.
+struct resume_batch final : work_item {
+  resume_batch() : work_item(&scheduler::run_resume_batch) {}
+  std::vector<fiber*> fibers;
+};
+}  // namespace
+
+work_item* scheduler::take_resumed(resumed_list& r) {
+  // acquire: pairs with make_resumable's release store.
+  if (r.size_hint.load(std::memory_order_acquire) == 0) return nullptr;
+  auto* batch = new resume_batch();
+  r.lock.lock();
+  batch->fibers.swap(r.fibers);
+  r.size_hint.store(0, std::memory_order_release);
+  r.lock.unlock();
+  if (batch->fibers.empty()) {
+    delete batch;
+    return nullptr;
+  }
+  return batch;
+}
+
+void scheduler::run_resume_batch(work_item* item) noexcept {
+  auto* batch = static_cast<resume_batch*>(item);
+  worker* w = this_worker();
+  scheduler* s = w->sched;
+  chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
+  while (batch->fibers.size() > 1) {
+    auto* half = new resume_batch();
+    auto mid = batch->fibers.begin() + static_cast<std::ptrdiff_t>(batch->fibers.size() / 2);
+    half->fibers.assign(mid, batch->fibers.end());
+    batch->fibers.erase(mid, batch->fibers.end());
+    push_task(w, d, half);
+  }
+  fiber* f = batch->fibers.front();
+  delete batch;
+  s->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
+  __builtin_unreachable();
 }
 
 // --- injection -------------------------------------------------------------------

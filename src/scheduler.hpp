@@ -57,6 +57,7 @@ class scheduler {
   static void fiber_main(ctx::transfer_t t) noexcept;  // entry of every fiber
   [[noreturn]] static void worker_loop() noexcept;
   static void resume_stolen(work_item* item) noexcept;  // a fiber's resume_item
+  static void run_resume_batch(work_item* item) noexcept;  // parsimonious policy
   void recycle_fiber(worker* w, fiber* f) noexcept;     // owner thread of w
 
  private:
@@ -65,6 +66,7 @@ class scheduler {
   bool try_steal(worker* thief, work_item*& out);
   bool steal_from_set(worker* thief, worker* victim, work_item*& out);
   work_item* take_injected();
+  work_item* take_resumed(resumed_list& r);
   bool has_visible_work() const noexcept;
   [[noreturn]] void exit_worker(worker* w) noexcept;
 
@@ -80,6 +82,7 @@ class scheduler {
   std::int64_t outstanding_tasks() const noexcept;
 
   options opts_;
+  bool parsimonious_;  // immutable: opts_.policy == parsimonious
   stack_pool stacks_;
   parking_lot parking_;
   timer_service timers_;

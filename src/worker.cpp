@@ -67,6 +67,15 @@ bool scheduler::try_steal(worker* thief, work_item*& out) {
   const auto n = static_cast<std::uint64_t>(workers_.size());
   for (std::uint64_t tries = 0; tries < 2 * n; ++tries) {
     worker* victim = workers_[thief->next_random() % n].get();
+    // Parsimonious policy: a victim's resumed tasks are ready work too (the
+    // victim may be busy in a long task and not look at them for a while).
+    if (parsimonious_ && victim != thief) {
+      if (work_item* batch = take_resumed(victim->resumed)) {
+        out = batch;
+        thief->steals.add();
+        return true;
+      }
+    }
     // acquire: pairs with ensure_stealable/remove_from_set's release store.
     std::size_t inactive = victim->inactive.size_hint.load(std::memory_order_acquire);
     std::uint64_t pick = inactive ? thief->next_random() % (inactive + 1) : 0;
@@ -97,6 +106,7 @@ bool scheduler::has_visible_work() const noexcept {
   for (auto& w : workers_) {
     if (!w->active.load(std::memory_order_acquire)->looks_empty()) return true;
     if (w->inactive.size_hint.load(std::memory_order_acquire) != 0) return true;
+    if (w->resumed.size_hint.load(std::memory_order_acquire) != 0) return true;
   }
   return false;
 }
@@ -104,12 +114,19 @@ bool scheduler::has_visible_work() const noexcept {
 work_item* scheduler::find_work(worker* w) {
   chase_lev_deque* own = w->active.load(std::memory_order_relaxed);
   if (work_item* item = own->pop()) return item;
+  // Parsimonious policy: the worker's own resumed tasks come before stealing.
+  if (parsimonious_) {
+    if (work_item* batch = take_resumed(w->resumed)) return batch;
+  }
   for (;;) {
     // Look for work for a short while (tens of microseconds), then park.
     for (unsigned round = 0; round < 64; ++round) {
       // acquire: pairs with the destructor's store after the drain.
       if (stopping_.load(std::memory_order_acquire)) return nullptr;
       if (work_item* item = take_injected()) return item;
+      if (parsimonious_) {
+        if (work_item* batch = take_resumed(w->resumed)) return batch;
+      }
       work_item* stolen = nullptr;
       if (try_steal(w, stolen)) {
         // More work may be waiting: let a parked worker help (work spreads

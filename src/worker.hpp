@@ -36,6 +36,15 @@ struct stealable_set {
   std::atomic<std::size_t> size_hint{0};
 };
 
+// Parsimonious policy: fibers resumed since this worker last looked, to be
+// re-injected as a parallel loop (paper 002 Figure 3, addResumedVertices).
+struct resumed_list {
+  spin_lock lock;
+  std::vector<fiber*> fibers;  // guarded by lock
+  // Entries; written under lock (release), read as a hint (acquire).
+  std::atomic<std::size_t> size_hint{0};
+};
+
 // Work performed right after a switch, on the fiber switched to, by the same
 // thread: it publishes or recycles the fiber switched away from, which must
 // not be touched by anyone else before it is fully switched out.
@@ -50,6 +59,7 @@ struct worker : worker_view {
   fiber* running = nullptr;   // owner only: the fiber this worker runs now
   post_switch_action pending; // owner only
   stealable_set inactive;
+  resumed_list resumed;
   std::uint64_t rng_state = 0;  // owner only
   std::vector<fiber*> fiber_cache;         // owner only
   std::vector<deque_record*> deque_cache;  // owner only

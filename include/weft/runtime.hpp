@@ -13,9 +13,15 @@
 
 namespace weft {
 
-// How a worker whose task blocks finds other work. ProWS (paper 000 §4.2) is
-// the default; the enum leaves room for the parsimonious policy of paper 002.
-enum class steal_policy { proactive };
+// What a worker does when its task blocks (docs/design.md §Policies).
+//  proactive    ProWS (paper 000 §4.2): suspend the active deque with the task,
+//               donate it to a random worker, take a fresh deque and steal;
+//               a resumed task's continuation goes to the bottom of its deque.
+//  parsimonious ParWS (paper 002 §3, Figure 3): keep working on the same
+//               deque; resumed tasks are collected per worker and re-injected
+//               as a parallel loop over them; a worker takes its own resumed
+//               tasks before stealing.
+enum class steal_policy { proactive, parsimonious };
 
 struct options {
   // Number of worker threads. 0 means: the WEFT_WORKERS environment variable
