@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "io/io_backend.hpp"
 #include "overflow_guard.hpp"
 
 namespace weft::detail {
@@ -72,7 +73,37 @@ std::int64_t scheduler::outstanding_tasks() const noexcept {
   return started - finished;
 }
 
+io_backend* scheduler::io() {
+  // acquire: pairs with the release store below; the backend is constructed.
+  if (io_backend* b = io_ptr_.load(std::memory_order_acquire)) return b;
+  std::lock_guard lock(io_mutex_);
+  if (!io_) {
+    switch (opts_.io) {
+      case weft::io_backend::blocking:
+        io_ = make_blocking_backend();
+        break;
+      case weft::io_backend::io_uring:
+        io_ = make_uring_backend(worker_count(), opts_.io_try_first);
+        break;
+      case weft::io_backend::automatic:
+      case weft::io_backend::epoll:
+        io_ = make_epoll_backend(worker_count(), opts_.io_try_first);
+        break;
+    }
+    io_ptr_.store(io_.get(), std::memory_order_release);
+  }
+  return io_.get();
+}
+
+io_backend* scheduler_io_backend(scheduler* s) { return s->io(); }
+
 scheduler::~scheduler() {
+  // Pending I/O completes with operation_canceled (tasks waiting on it resume
+  // and finish); later operations fail the same way at once.
+  {
+    std::lock_guard lock(io_mutex_);
+    if (io_) io_->begin_shutdown();
+  }
   // Drain: wait (without spinning hot) until every async task has finished,
   // including tasks blocked on events that later tasks fulfil.
   auto pause = std::chrono::microseconds(50);
@@ -82,6 +113,10 @@ scheduler::~scheduler() {
   }
   // seq_cst: ordered before wake_all's exchange; a worker about to park either
   // sees stopping_ in its re-scan or has announced itself and gets woken.
+  {
+    std::lock_guard lock(io_mutex_);
+    io_.reset();  // joins the I/O threads; every operation has completed
+  }
   stopping_.store(true, std::memory_order_seq_cst);
   parking_.wake_all();
   for (auto& w : workers_) w->thread.join();

@@ -16,6 +16,8 @@
 
 namespace weft::detail {
 
+class io_backend;
+
 class scheduler {
  public:
   explicit scheduler(const options& resolved);
@@ -49,6 +51,8 @@ class scheduler {
   void make_resumable(fiber* f) noexcept;
 
   timer_service& timers() noexcept { return timers_; }
+  // The I/O backend, created on first use (thread-safe).
+  io_backend* io();
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
   void ensure_stealable(deque_record* d) noexcept;
@@ -100,6 +104,10 @@ class scheduler {
   deque_record* free_deques_ = nullptr;      // guarded by pool_mutex_
   std::vector<fiber*> all_fibers_;           // guarded by pool_mutex_
   std::vector<deque_record*> all_deques_;    // guarded by pool_mutex_
+
+  std::mutex io_mutex_;
+  std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published
+  std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
 
   std::atomic<std::int64_t> external_started_{0};
   std::atomic<bool> stopping_{false};

@@ -23,6 +23,16 @@ namespace weft {
 //               tasks before stealing.
 enum class steal_policy { proactive, parsimonious };
 
+// How weft::io operations wait (docs/io.md).
+//  automatic  the default: epoll (the faster one on this machine's benchmark)
+//  epoll      Cilk-L: an I/O thread per worker, a lock-free SPSC request queue
+//             and an eventfd to wake it; epoll for readiness
+//  io_uring   a ring per worker; the worker submits directly, a reaper thread
+//             per ring completes; regular files are truly asynchronous
+//  blocking   the plain system call inside the task (blocks the worker, as
+//             Cilk-F does): the baseline
+enum class io_backend { automatic, epoll, io_uring, blocking };
+
 struct options {
   // Number of worker threads. 0 means: the WEFT_WORKERS environment variable
   // if set, else std::thread::hardware_concurrency().
@@ -31,6 +41,10 @@ struct options {
   // the default: 1 MiB, or 4 MiB in sanitizer builds. Rounded up to pages.
   std::size_t stack_size = 0;
   steal_policy policy = steal_policy::proactive;
+  io_backend io = io_backend::automatic;
+  // epoll and io_uring: first try the operation with a non-blocking system
+  // call on the worker, and hand it to the backend only if it would block.
+  bool io_try_first = true;
 };
 
 // Thrown when an option is invalid (for example WEFT_WORKERS=abc).

@@ -1,0 +1,81 @@
+// weft — one pending I/O operation: what to do, its result, and the
+// completion a waiting task suspends on. Shared by io_future (one reference)
+// and the backend (one reference until it completes the operation).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <system_error>
+
+#include "weft/detail/completion.hpp"
+#include "weft/detail/scheduler_hooks.hpp"
+
+namespace weft::io {
+template <class T> class io_future;
+}
+
+namespace weft::detail {
+
+class io_backend;
+
+enum class io_kind : std::uint8_t { read, write, recv, send, accept, connect, timeout };
+
+struct io_operation {
+  completion done;
+  // Lifetime: the future's reference and the backend's (dropped when the
+  // backend completes the operation). acq_rel decrements; the last frees.
+  std::atomic<int> refs{2};
+  // Decides, once, who completes the operation (the backend when the syscall
+  // finishes, or a canceller). 0 = pending, 1 = completed.
+  std::atomic<std::uint32_t> completed{0};
+
+  io_kind kind = io_kind::read;
+  int fd = -1;
+  int flags = 0;
+  void* buf = nullptr;
+  std::size_t len = 0;
+  sockaddr* addr = nullptr;             // accept
+  socklen_t* addrlen = nullptr;         // accept
+  const sockaddr* peer = nullptr;       // connect
+  socklen_t peer_len = 0;               // connect
+  bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
+  std::chrono::steady_clock::time_point deadline{};  // timeout
+  std::int64_t kernel_timespec[2] = {0, 0};  // io_uring timeout storage
+  // Set by io_cancel before it notifies the backend; a backend that receives
+  // the operation later completes it as cancelled (acq_rel exchange/loads).
+  std::atomic<bool> cancel_requested{false};
+
+  // Written by the completer before done.set(), read after done is seen.
+  long long result = 0;
+  std::error_code error;
+  bool timed_out_by_deadline = false;  // the future's owner only
+
+  io_backend* backend = nullptr;
+  // Backend bookkeeping (guarded by the backend's own rules).
+  unsigned home = 0;                    // I/O thread or ring index
+  io_operation* next = nullptr;         // intrusive queue link
+  void* backend_data = nullptr;
+
+  void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    // acq_rel: the last owner sees every write before freeing.
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+// Completes `op` with a syscall-style result (res >= 0, or -errno) unless it
+// was completed already; drops the backend's reference. Returns true if this
+// call completed it. Any thread.
+bool io_complete(io_operation* op, long long res) noexcept;
+// Requests cancellation (see io_future::cancel).
+void io_cancel(io_operation* op);
+
+template <class T>
+io::io_future<T> make_io_future(io_operation* op) noexcept {
+  return io::io_future<T>(op);
+}
+
+}  // namespace weft::detail

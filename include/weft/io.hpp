@@ -1,0 +1,220 @@
+// weft — latency-hiding I/O (papers 000 §3 and 004 §4): operations that
+// suspend the task, never the worker.
+//
+//   auto f = weft::io::read(fd, buf, n);     // returns at once
+//   ... compute ...
+//   std::size_t got = f.get();               // suspends this task if needed;
+//                                            // 0 means end of file
+//
+// Every operation returns an io_future at once. get() suspends the calling
+// task until the operation completes while its worker runs other tasks; from
+// a thread outside the runtime it blocks that thread. The future can be moved
+// to another task, waited with a timeout, or cancelled.
+//
+// Errors: an operation that fails completes with a std::error_code (the
+// errno, in std::system_category(), or a std::errc value). get() throws
+// std::system_error carrying it; get(std::error_code&) returns it instead.
+// End of file is not an error: read/recv complete with 0 bytes.
+//  * fd < 0, or closed                → EBADF (std::errc::bad_file_descriptor)
+//  * null buffer with a length > 0,   → std::errc::invalid_argument
+//    or a length > SSIZE_MAX (a negative length converted to size_t)
+//  * cancel(), a deadline passed to get_until/get_for, or the runtime being
+//    destroyed while the operation is pending → std::errc::operation_canceled
+//    (get_until/get_for report std::errc::timed_out instead)
+//
+// Semantics follow the system calls: one read/recv/write/send transfers at
+// most `len` bytes and may transfer fewer (a partial transfer); use read_exact
+// or write_all for loops. File descriptors used with weft::io are switched to
+// O_NONBLOCK (the epoll backend needs it; the others do not care). Closing a
+// descriptor while an operation on it is pending does not complete the
+// operation: cancel it first (or let runtime shutdown cancel it).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstddef>
+#include <future>
+#include <span>
+#include <system_error>
+#include <utility>
+
+#include "weft/detail/io_operation.hpp"
+#include "weft/detail/scheduler_hooks.hpp"
+
+namespace weft::io {
+
+// An I/O operation's result. T is std::size_t (bytes transferred) for
+// read/write/recv/send, int (the new descriptor) for accept, void for
+// connect and sleeps.
+template <class T>
+class io_future {
+ public:
+  io_future() noexcept = default;
+  io_future(io_future&& o) noexcept : op_(std::exchange(o.op_, nullptr)) {}
+  io_future& operator=(io_future&& o) noexcept {
+    if (this != &o) {
+      reset();
+      op_ = std::exchange(o.op_, nullptr);
+    }
+    return *this;
+  }
+  io_future(const io_future&) = delete;
+  io_future& operator=(const io_future&) = delete;
+  // Dropping a pending operation's future does not cancel it: it completes
+  // in the background (call cancel() first to stop it).
+  ~io_future() { reset(); }
+
+  bool valid() const noexcept { return op_ != nullptr; }
+  bool is_ready() const {
+    check();
+    return op_->done.is_set();
+  }
+  void wait() const {
+    check();
+    detail::wait(op_->done);
+  }
+  template <class Rep, class Period>
+  std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
+    return wait_until(std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(d));
+  }
+  std::future_status wait_until(std::chrono::steady_clock::time_point t) const {
+    check();
+    return detail::wait_until(op_->done, t) ? std::future_status::ready
+                                           : std::future_status::timeout;
+  }
+
+  // Requests cancellation. If the operation has not completed yet it
+  // completes with operation_canceled; otherwise nothing happens. Returns
+  // at once; wait() or get() to observe the outcome.
+  void cancel() {
+    check();
+    detail::io_cancel(op_);
+  }
+
+  // Waits, then returns the result or throws std::system_error. The future is
+  // invalid afterwards (a second get throws std::future_error(no_state)).
+  T get() {
+    std::error_code ec;
+    if constexpr (std::is_void_v<T>) {
+      get(ec);
+      if (ec) throw std::system_error(ec, "weft::io");
+    } else {
+      T v = get(ec);
+      if (ec) throw std::system_error(ec, "weft::io");
+      return v;
+    }
+  }
+  // Non-throwing form: on failure returns T{} and sets ec.
+  T get(std::error_code& ec) {
+    check();
+    detail::wait(op_->done);
+    return take(ec);
+  }
+
+  // Waits at most until the deadline; if the operation is still pending then,
+  // cancels it and fails with std::errc::timed_out (unless it completed in the
+  // meantime, in which case its result is returned).
+  T get_until(std::chrono::steady_clock::time_point deadline) {
+    std::error_code ec;
+    if constexpr (std::is_void_v<T>) {
+      get_until(deadline, ec);
+      if (ec) throw std::system_error(ec, "weft::io");
+    } else {
+      T v = get_until(deadline, ec);
+      if (ec) throw std::system_error(ec, "weft::io");
+      return v;
+    }
+  }
+  T get_until(std::chrono::steady_clock::time_point deadline, std::error_code& ec) {
+    check();
+    if (!detail::wait_until(op_->done, deadline)) {
+      detail::io_cancel(op_);
+      detail::wait(op_->done);
+      op_->timed_out_by_deadline = true;
+    }
+    return take(ec);
+  }
+  template <class Rep, class Period>
+  T get_for(const std::chrono::duration<Rep, Period>& d) {
+    return get_until(std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(d));
+  }
+  template <class Rep, class Period>
+  T get_for(const std::chrono::duration<Rep, Period>& d, std::error_code& ec) {
+    return get_until(std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(d),
+                     ec);
+  }
+
+ private:
+  template <class U>
+  friend io_future<U> detail::make_io_future(detail::io_operation*) noexcept;
+  explicit io_future(detail::io_operation* op) noexcept : op_(op) {}
+
+  void check() const {
+    if (!op_) throw std::future_error(std::future_errc::no_state);
+  }
+  T take(std::error_code& ec) {
+    detail::io_operation* op = std::exchange(op_, nullptr);
+    struct releaser {
+      detail::io_operation* op;
+      ~releaser() { op->release(); }
+    } r{op};
+    ec = op->error;
+    if (ec == std::errc::operation_canceled && op->timed_out_by_deadline)
+      ec = std::make_error_code(std::errc::timed_out);
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else {
+      if (ec) return T{};
+      return static_cast<T>(op->result);
+    }
+  }
+  void reset() noexcept {
+    if (op_) op_->release();
+    op_ = nullptr;
+  }
+  detail::io_operation* op_ = nullptr;
+};
+
+// Reads at most len bytes (read(2)); 0 at end of file.
+io_future<std::size_t> read(int fd, void* buf, std::size_t len);
+// Writes at most len bytes (write(2)).
+io_future<std::size_t> write(int fd, const void* buf, std::size_t len);
+// recv(2) / send(2); send always adds MSG_NOSIGNAL (a closed peer gives EPIPE,
+// never SIGPIPE).
+io_future<std::size_t> recv(int fd, void* buf, std::size_t len, int flags = 0);
+io_future<std::size_t> send(int fd, const void* buf, std::size_t len, int flags = 0);
+// accept4(2) with SOCK_CLOEXEC | SOCK_NONBLOCK; the result is the new socket.
+// addr/addrlen may be null.
+io_future<int> accept(int listen_fd, sockaddr* addr = nullptr, socklen_t* addrlen = nullptr);
+// connect(2) on a socket; completes when the connection is established or has
+// failed (ECONNREFUSED, ...). addr must stay valid until completion.
+io_future<void> connect(int fd, const sockaddr* addr, socklen_t addrlen);
+// Completes at the deadline (or after the duration), suspending only the task.
+io_future<void> sleep_until(std::chrono::steady_clock::time_point deadline);
+template <class Rep, class Period>
+io_future<void> sleep_for(const std::chrono::duration<Rep, Period>& d) {
+  return sleep_until(std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(d));
+}
+
+// Span conveniences.
+inline io_future<std::size_t> read(int fd, std::span<std::byte> buf) {
+  return read(fd, buf.data(), buf.size());
+}
+inline io_future<std::size_t> write(int fd, std::span<const std::byte> buf) {
+  return write(fd, buf.data(), buf.size());
+}
+
+// Loops until len bytes are read, EOF (returns fewer) or an error (throws).
+std::size_t read_exact(int fd, void* buf, std::size_t len);
+// Loops until all len bytes are written; throws std::system_error on error.
+void write_all(int fd, const void* buf, std::size_t len);
+
+// The backend the calling task's runtime uses (inside a task), for logs/tests.
+const char* backend_name();
+
+}  // namespace weft::io

@@ -1,0 +1,356 @@
+// weft — the epoll backend, Cilk-L's design (paper 000 §3.2): one I/O thread
+// per worker; the worker hands requests over a lock-free SPSC queue and wakes
+// the I/O thread with an eventfd; the I/O thread attempts each request at
+// once, parks the ones that would block in its epoll set, performs them when
+// their descriptor becomes ready, and completes their futures (which makes the
+// waiting tasks resumable). Regular files are never "not ready" for epoll, so
+// the I/O thread performs them itself — the worker never blocks on them.
+// Requests from threads that are not workers, and cancellations, go through a
+// mutex-protected inbox.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "io_backend.hpp"
+#include "spsc_queue.hpp"
+
+namespace weft::detail {
+
+namespace {
+
+class io_thread {
+ public:
+  io_thread() {
+    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    evfd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epfd_ < 0 || evfd_ < 0) throw std::system_error(errno, std::system_category(), "weft: epoll backend");
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;  // the eventfd
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~io_thread() {
+    stop_.store(true, std::memory_order_release);
+    wake();
+    thread_.join();
+    ::close(epfd_);
+    ::close(evfd_);
+  }
+
+  // The owning worker's thread only.
+  void submit_from_worker(io_operation* op) {
+    if (!queue_.push(op)) {
+      submit_from_any(op);  // queue full: take the slow path
+      return;
+    }
+    wake();
+  }
+  // Any thread.
+  void submit_from_any(io_operation* op) {
+    {
+      std::lock_guard lock(inbox_mutex_);
+      inbox_.push_back(op);
+    }
+    wake();
+  }
+  void cancel(io_operation* op) {
+    op->add_ref();  // kept until the I/O thread has looked at it
+    {
+      std::lock_guard lock(inbox_mutex_);
+      cancels_.push_back(op);
+    }
+    wake();
+  }
+  void begin_shutdown() {
+    shutting_down_.store(true, std::memory_order_release);
+    wake();
+  }
+
+ private:
+  struct fd_waiters {
+    std::deque<io_operation*> in, out;
+    std::uint32_t registered = 0;  // events currently in the epoll set
+  };
+
+  void wake() noexcept {
+    std::uint64_t one = 1;
+    (void)!::write(evfd_, &one, sizeof one);
+  }
+
+  void run() {
+    std::vector<epoll_event> events(128);
+    std::vector<io_operation*> batch, cancel_batch;
+    for (;;) {
+      std::uint64_t drained;
+      (void)!::read(evfd_, &drained, sizeof drained);
+      bool shutting = shutting_down_.load(std::memory_order_acquire);
+      io_operation* op;
+      while (queue_.pop(op)) accept_new(op, shutting);
+      {
+        std::lock_guard lock(inbox_mutex_);
+        batch.swap(inbox_);
+        cancel_batch.swap(cancels_);
+      }
+      for (io_operation* o : batch) accept_new(o, shutting);
+      batch.clear();
+      for (io_operation* o : cancel_batch) {
+        if (pending_.count(o)) cancel_pending(o);
+        o->release();
+      }
+      cancel_batch.clear();
+      if (shutting) cancel_everything();
+      if (stop_.load(std::memory_order_acquire) && pending_.empty()) return;
+
+      timespec timeout{};
+      timespec* tp = nullptr;
+      if (!timers_.empty()) {
+        auto now = std::chrono::steady_clock::now();
+        auto d = timers_.begin()->first - now;
+        if (d < std::chrono::nanoseconds(0)) d = std::chrono::nanoseconds(0);
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+        timeout.tv_sec = ns / 1000000000;
+        timeout.tv_nsec = ns % 1000000000;
+        tp = &timeout;
+      }
+      int n = ::epoll_pwait2(epfd_, events.data(), static_cast<int>(events.size()), tp, nullptr);
+      for (int i = 0; i < n; ++i) {
+        if (!events[i].data.ptr) continue;  // eventfd: handled at the loop top
+        int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(events[i].data.ptr) - 1);
+        on_ready(fd, events[i].events);
+      }
+      fire_timers();
+    }
+  }
+
+  void accept_new(io_operation* op, bool shutting) {
+    // acquire: pairs with io_cancel's release store.
+    if (shutting || op->cancel_requested.load(std::memory_order_acquire)) {
+      io_complete(op, -ECANCELED);
+      return;
+    }
+    if (op->kind == io_kind::timeout) {
+      if (op->deadline <= std::chrono::steady_clock::now()) {
+        io_complete(op, 0);
+        return;
+      }
+      op->backend_data = nullptr;
+      auto it = timers_.emplace(op->deadline, op);
+      timer_pos_[op] = it;
+      pending_.insert(op);
+      return;
+    }
+    bool regular = false;
+    long long r = prepare_io(op, true, &regular);
+    if (r < 0) {
+      io_complete(op, r);
+      return;
+    }
+    if (regular) {
+      // Never "not ready" for epoll: perform it here, on this thread.
+      io_complete(op, attempt_io(op));
+      return;
+    }
+    fd_waiters& w = fds_[op->fd];
+    auto& list = direction_of(op->kind) == io_direction::in ? w.in : w.out;
+    // Keep FIFO order per descriptor: attempt only if nobody is queued ahead.
+    if (list.empty()) {
+      r = attempt_io(op);
+      if (r != -EAGAIN) {
+        io_complete(op, r);
+        if (w.in.empty() && w.out.empty() && !w.registered) fds_.erase(op->fd);
+        return;
+      }
+    }
+    list.push_back(op);
+    pending_.insert(op);
+    if (!update_registration(op->fd)) {
+      // epoll refused the descriptor (EPERM for unsupported files, EBADF):
+      // complete everything waiting on it with that error.
+      int err = errno;
+      fail_fd(op->fd, -err);
+    }
+  }
+
+  bool update_registration(int fd) {
+    fd_waiters& w = fds_[fd];
+    std::uint32_t want = (w.in.empty() ? 0u : EPOLLIN) | (w.out.empty() ? 0u : EPOLLOUT);
+    if (want == w.registered) return true;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.ptr = reinterpret_cast<void*>(static_cast<std::intptr_t>(fd) + 1);
+    int rc;
+    if (want == 0) {
+      rc = ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
+      if (rc < 0 && (errno == EBADF || errno == ENOENT)) rc = 0;  // closed already
+    } else if (w.registered == 0) {
+      rc = ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+      if (rc < 0 && errno == EEXIST) rc = ::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
+    } else {
+      rc = ::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
+      if (rc < 0 && errno == ENOENT) rc = ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (rc < 0) return false;
+    w.registered = want;
+    if (want == 0) fds_.erase(fd);
+    return true;
+  }
+
+  void fail_fd(int fd, long long err) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return;
+    for (auto* list : {&it->second.in, &it->second.out}) {
+      for (io_operation* o : *list) {
+        pending_.erase(o);
+        io_complete(o, err);
+      }
+      list->clear();
+    }
+    if (it->second.registered) {
+      epoll_event ev{};
+      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
+    }
+    fds_.erase(it);
+  }
+
+  void on_ready(int fd, std::uint32_t ev) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return;
+    fd_waiters& w = it->second;
+    bool error = ev & (EPOLLERR | EPOLLHUP);
+    if ((ev & EPOLLIN) || error) drain(w.in);
+    if ((ev & EPOLLOUT) || error) drain(w.out);
+    if (!update_registration(fd)) fail_fd(fd, -errno);
+  }
+
+  void drain(std::deque<io_operation*>& list) {
+    while (!list.empty()) {
+      io_operation* op = list.front();
+      long long r = attempt_io(op);
+      if (r == -EAGAIN) return;
+      list.pop_front();
+      pending_.erase(op);
+      io_complete(op, r);
+    }
+  }
+
+  void cancel_pending(io_operation* op) {
+    pending_.erase(op);
+    if (op->kind == io_kind::timeout) {
+      auto it = timer_pos_.find(op);
+      if (it != timer_pos_.end()) {
+        timers_.erase(it->second);
+        timer_pos_.erase(it);
+      }
+    } else {
+      auto it = fds_.find(op->fd);
+      if (it != fds_.end()) {
+        for (auto* list : {&it->second.in, &it->second.out}) {
+          for (auto p = list->begin(); p != list->end(); ++p) {
+            if (*p == op) {
+              list->erase(p);
+              break;
+            }
+          }
+        }
+        if (!update_registration(op->fd)) fail_fd(op->fd, -errno);
+      }
+    }
+    io_complete(op, -ECANCELED);
+  }
+
+  void cancel_everything() {
+    std::vector<io_operation*> all(pending_.begin(), pending_.end());
+    for (io_operation* op : all) cancel_pending(op);
+  }
+
+  void fire_timers() {
+    auto now = std::chrono::steady_clock::now();
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      io_operation* op = timers_.begin()->second;
+      timers_.erase(timers_.begin());
+      timer_pos_.erase(op);
+      pending_.erase(op);
+      io_complete(op, 0);
+    }
+  }
+
+  int epfd_ = -1;
+  int evfd_ = -1;
+  spsc_queue<io_operation*, 1024> queue_;
+  std::mutex inbox_mutex_;
+  std::vector<io_operation*> inbox_;    // guarded by inbox_mutex_
+  std::vector<io_operation*> cancels_;  // guarded by inbox_mutex_
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> stop_{false};
+  // I/O-thread private state.
+  std::unordered_map<int, fd_waiters> fds_;
+  std::multimap<std::chrono::steady_clock::time_point, io_operation*> timers_;
+  std::unordered_map<io_operation*, decltype(timers_)::iterator> timer_pos_;
+  std::unordered_set<io_operation*> pending_;
+  std::thread thread_;  // last: started after everything above exists
+};
+
+class epoll_backend final : public io_backend {
+ public:
+  epoll_backend(unsigned workers, bool try_first) : try_first_(try_first) {
+    threads_.reserve(workers);
+    for (unsigned i = 0; i < workers; ++i) threads_.push_back(std::make_unique<io_thread>());
+  }
+  const char* name() const noexcept override { return "epoll"; }
+
+  void submit(io_operation* op, worker_view* w) override {
+    if (try_first_ && op->kind != io_kind::timeout &&
+        !shutting_down_.load(std::memory_order_relaxed)) {
+      bool regular = false;
+      long long r = prepare_io(op, true, &regular);
+      if (r < 0) {
+        io_complete(op, r);
+        return;
+      }
+      if (!regular) {
+        r = attempt_io(op);
+        if (r != -EAGAIN) {
+          io_complete(op, r);
+          return;
+        }
+      }
+    }
+    if (w) {
+      op->home = w->index % threads_.size();
+      threads_[op->home]->submit_from_worker(op);
+    } else {
+      op->home = 0;
+      threads_[0]->submit_from_any(op);
+    }
+  }
+
+  void cancel(io_operation* op) override { threads_[op->home]->cancel(op); }
+
+  void begin_shutdown() override {
+    shutting_down_.store(true, std::memory_order_relaxed);
+    for (auto& t : threads_) t->begin_shutdown();
+  }
+
+ private:
+  bool try_first_;
+  std::atomic<bool> shutting_down_{false};
+  std::vector<std::unique_ptr<io_thread>> threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<io_backend> make_epoll_backend(unsigned workers, bool try_first) {
+  return std::make_unique<epoll_backend>(workers, try_first);
+}
+
+}  // namespace weft::detail

@@ -1,0 +1,232 @@
+// weft — the public weft::io functions, completion and cancellation, and the
+// system-call attempt shared by the backends.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <stdexcept>
+
+#include "../scheduler.hpp"
+#include "io_backend.hpp"
+#include "weft/io.hpp"
+
+namespace weft::detail {
+
+bool io_complete(io_operation* op, long long res) noexcept {
+  std::uint32_t expected = 0;
+  // acq_rel: exactly one completer (backend or canceller); release publishes
+  // nothing yet (done.set() below does), acquire orders us after the winner.
+  if (!op->completed.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
+  if (res < 0) {
+    op->result = 0;
+    op->error = std::error_code(static_cast<int>(-res), std::system_category());
+    if (res == -ECANCELED) op->error = std::make_error_code(std::errc::operation_canceled);
+  } else {
+    op->result = res;
+  }
+  op->done.set();
+  op->release();  // the backend's reference
+  return true;
+}
+
+void io_cancel(io_operation* op) {
+  // acquire: if it completed, nothing to do.
+  if (op->completed.load(std::memory_order_acquire)) return;
+  // release: a backend that picks the operation up later sees the request.
+  op->cancel_requested.store(true, std::memory_order_release);
+  if (op->backend) op->backend->cancel(op);
+}
+
+io_direction direction_of(io_kind k) noexcept {
+  switch (k) {
+    case io_kind::read:
+    case io_kind::recv:
+    case io_kind::accept:
+      return io_direction::in;
+    case io_kind::write:
+    case io_kind::send:
+    case io_kind::connect:
+      return io_direction::out;
+    case io_kind::timeout:
+      return io_direction::none;
+  }
+  return io_direction::none;
+}
+
+long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept {
+  *regular_file = false;
+  if (op->kind == io_kind::timeout) return 0;
+  if (op->fd < 0) return -EBADF;
+  bool has_buffer = op->kind != io_kind::accept && op->kind != io_kind::connect;
+  if (has_buffer) {
+    if (op->len > static_cast<std::size_t>(SSIZE_MAX)) return -EINVAL;
+    if (!op->buf && op->len > 0) return -EINVAL;
+  }
+  if (op->kind == io_kind::connect && !op->peer) return -EINVAL;
+  int fl = ::fcntl(op->fd, F_GETFL);
+  if (fl < 0) return -errno;  // EBADF for a closed descriptor
+  if (op->kind == io_kind::read || op->kind == io_kind::write) {
+    struct stat st;
+    if (::fstat(op->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+      *regular_file = true;
+  }
+  if (make_nonblocking && !(fl & O_NONBLOCK) && !*regular_file) {
+    if (::fcntl(op->fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+  }
+  return 0;
+}
+
+long long attempt_io(io_operation* op) noexcept {
+  for (;;) {
+    long long r = 0;
+    switch (op->kind) {
+      case io_kind::read:
+        r = ::read(op->fd, op->buf, op->len);
+        break;
+      case io_kind::write:
+        r = ::write(op->fd, op->buf, op->len);
+        break;
+      case io_kind::recv:
+        r = ::recv(op->fd, op->buf, op->len, op->flags | MSG_DONTWAIT);
+        break;
+      case io_kind::send:
+        r = ::send(op->fd, op->buf, op->len, op->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+        break;
+      case io_kind::accept:
+        r = ::accept4(op->fd, op->addr, op->addrlen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        break;
+      case io_kind::connect: {
+        if (!op->connect_started) {
+          r = ::connect(op->fd, op->peer, op->peer_len);
+          if (r < 0 && (errno == EINPROGRESS || errno == EALREADY)) {
+            op->connect_started = true;
+            return -EAGAIN;
+          }
+          break;
+        }
+        pollfd p{op->fd, POLLOUT, 0};
+        int n = ::poll(&p, 1, 0);
+        if (n < 0) {
+          r = -1;
+          break;
+        }
+        if (n == 0) return -EAGAIN;
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (::getsockopt(op->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) {
+          r = -1;
+          break;
+        }
+        return err ? -static_cast<long long>(err) : 0;
+      }
+      case io_kind::timeout:
+        return std::chrono::steady_clock::now() >= op->deadline ? 0 : -EAGAIN;
+    }
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK) return -EAGAIN;
+    return -static_cast<long long>(errno);
+  }
+}
+
+}  // namespace weft::detail
+
+namespace weft::io {
+
+using namespace weft::detail;
+
+namespace {
+io_operation* new_op(io_kind kind, int fd) {
+  auto* op = new io_operation();
+  op->kind = kind;
+  op->fd = fd;
+  return op;
+}
+
+template <class T>
+io_future<T> start(io_operation* op) {
+  worker_view* w = require_worker("weft::io operations");
+  detail::io_backend* b = scheduler_io_backend(w->sched);
+  op->backend = b;
+  b->submit(op, w);
+  return make_io_future<T>(op);
+}
+}  // namespace
+
+io_future<std::size_t> read(int fd, void* buf, std::size_t len) {
+  auto* op = new_op(io_kind::read, fd);
+  op->buf = buf;
+  op->len = len;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> write(int fd, const void* buf, std::size_t len) {
+  auto* op = new_op(io_kind::write, fd);
+  op->buf = const_cast<void*>(buf);
+  op->len = len;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> recv(int fd, void* buf, std::size_t len, int flags) {
+  auto* op = new_op(io_kind::recv, fd);
+  op->buf = buf;
+  op->len = len;
+  op->flags = flags;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> send(int fd, const void* buf, std::size_t len, int flags) {
+  auto* op = new_op(io_kind::send, fd);
+  op->buf = const_cast<void*>(buf);
+  op->len = len;
+  op->flags = flags;
+  return start<std::size_t>(op);
+}
+
+io_future<int> accept(int listen_fd, sockaddr* addr, socklen_t* addrlen) {
+  auto* op = new_op(io_kind::accept, listen_fd);
+  op->addr = addr;
+  op->addrlen = addrlen;
+  return start<int>(op);
+}
+
+io_future<void> connect(int fd, const sockaddr* addr, socklen_t addrlen) {
+  auto* op = new_op(io_kind::connect, fd);
+  op->peer = addr;
+  op->peer_len = addrlen;
+  return start<void>(op);
+}
+
+io_future<void> sleep_until(std::chrono::steady_clock::time_point deadline) {
+  auto* op = new_op(io_kind::timeout, -1);
+  op->deadline = deadline;
+  return start<void>(op);
+}
+
+std::size_t read_exact(int fd, void* buf, std::size_t len) {
+  auto* p = static_cast<unsigned char*>(buf);
+  std::size_t done = 0;
+  while (done < len) {
+    std::size_t n = read(fd, p + done, len - done).get();
+    if (n == 0) break;  // end of file
+    done += n;
+  }
+  return done;
+}
+
+void write_all(int fd, const void* buf, std::size_t len) {
+  auto* p = static_cast<const unsigned char*>(buf);
+  std::size_t done = 0;
+  while (done < len) done += write(fd, p + done, len - done).get();
+}
+
+const char* backend_name() {
+  worker_view* w = require_worker("weft::io::backend_name");
+  return scheduler_io_backend(w->sched)->name();
+}
+
+}  // namespace weft::io

@@ -1,0 +1,214 @@
+// weft — the io_uring backend: one ring per worker. The worker submits its
+// own requests straight to the kernel (no hand-off to another thread); a
+// reaper thread per ring waits for completions and completes the futures.
+// Regular files are truly asynchronous here. Submission-queue access is
+// serialised per ring by a mutex, so cancellations and requests from other
+// threads may use any ring; a worker normally touches only its own (no
+// contention).
+#include "io_backend.hpp"
+
+#if WEFT_HAVE_LIBURING
+#include <liburing.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace weft::detail {
+
+namespace {
+
+constexpr unsigned ring_entries = 256;
+
+class ring {
+ public:
+  ring() {
+    int rc = ::io_uring_queue_init(ring_entries, &ring_, 0);
+    if (rc < 0) throw std::system_error(-rc, std::system_category(), "weft: io_uring_queue_init");
+    reaper_ = std::thread([this] { reap(); });
+  }
+  ~ring() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      io_uring_sqe* sqe = get_sqe_locked();
+      io_uring_prep_nop(sqe);
+      io_uring_sqe_set_data(sqe, nullptr);  // wakes the reaper
+      ::io_uring_submit(&ring_);
+    }
+    reaper_.join();
+    ::io_uring_queue_exit(&ring_);
+  }
+
+  void submit(io_operation* op) {
+    std::lock_guard lock(mutex_);
+    // acquire: pairs with io_cancel's release store.
+    if (shutting_down_ || op->cancel_requested.load(std::memory_order_acquire)) {
+      io_complete(op, -ECANCELED);
+      return;
+    }
+    io_uring_sqe* sqe = get_sqe_locked();
+    switch (op->kind) {
+      case io_kind::read:
+        io_uring_prep_read(sqe, op->fd, op->buf, static_cast<unsigned>(std::min<std::size_t>(op->len, 0x7ffff000)), static_cast<__u64>(-1));
+        break;
+      case io_kind::write:
+        io_uring_prep_write(sqe, op->fd, op->buf, static_cast<unsigned>(std::min<std::size_t>(op->len, 0x7ffff000)), static_cast<__u64>(-1));
+        break;
+      case io_kind::recv:
+        io_uring_prep_recv(sqe, op->fd, op->buf, op->len, op->flags);
+        break;
+      case io_kind::send:
+        io_uring_prep_send(sqe, op->fd, op->buf, op->len, op->flags | MSG_NOSIGNAL);
+        break;
+      case io_kind::accept:
+        io_uring_prep_accept(sqe, op->fd, op->addr, op->addrlen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        break;
+      case io_kind::connect:
+        io_uring_prep_connect(sqe, op->fd, op->peer, op->peer_len);
+        break;
+      case io_kind::timeout: {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      op->deadline.time_since_epoch()).count();
+        op->kernel_timespec[0] = ns / 1000000000;
+        op->kernel_timespec[1] = ns % 1000000000;
+        // steady_clock is CLOCK_MONOTONIC, the default clock of an absolute
+        // io_uring timeout.
+        io_uring_prep_timeout(sqe, reinterpret_cast<__kernel_timespec*>(op->kernel_timespec), 0,
+                              IORING_TIMEOUT_ABS);
+        break;
+      }
+    }
+    io_uring_sqe_set_data(sqe, op);
+    pending_.insert(op);
+    int rc = ::io_uring_submit(&ring_);
+    if (rc < 0) {
+      pending_.erase(op);
+      io_complete(op, rc);
+    }
+  }
+
+  void cancel(io_operation* op) {
+    std::lock_guard lock(mutex_);
+    if (!pending_.count(op)) return;  // not submitted yet (it will see the flag) or done
+    request_cancel_locked(op);
+  }
+
+  void begin_shutdown() {
+    std::lock_guard lock(mutex_);
+    shutting_down_ = true;
+    for (io_operation* op : pending_) request_cancel_locked(op);
+  }
+
+ private:
+  io_uring_sqe* get_sqe_locked() {
+    io_uring_sqe* sqe;
+    while (!(sqe = ::io_uring_get_sqe(&ring_))) ::io_uring_submit(&ring_);
+    return sqe;
+  }
+
+  void request_cancel_locked(io_operation* op) {
+    io_uring_sqe* sqe = get_sqe_locked();
+    io_uring_prep_cancel64(sqe, reinterpret_cast<__u64>(op), 0);
+    io_uring_sqe_set_data(sqe, nullptr);  // the cancel's own completion is ignored
+    ::io_uring_submit(&ring_);
+  }
+
+  void reap() {
+    for (;;) {
+      io_uring_cqe* cqe = nullptr;
+      int rc = ::io_uring_wait_cqe(&ring_, &cqe);
+      if (rc == -EINTR) continue;
+      if (rc < 0) continue;
+      auto* op = static_cast<io_operation*>(io_uring_cqe_get_data(cqe));
+      long long res = cqe->res;
+      ::io_uring_cqe_seen(&ring_, cqe);
+      if (op) {
+        {
+          std::lock_guard lock(mutex_);
+          pending_.erase(op);
+        }
+        if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
+        io_complete(op, res);
+      }
+      std::lock_guard lock(mutex_);
+      if (stopping_ && pending_.empty()) return;
+    }
+  }
+
+  io_uring ring_;
+  std::mutex mutex_;  // serialises the submission queue and the fields below
+  std::unordered_set<io_operation*> pending_;  // guarded by mutex_
+  bool shutting_down_ = false;                 // guarded by mutex_
+  bool stopping_ = false;                      // guarded by mutex_
+  std::thread reaper_;
+};
+
+class uring_backend final : public io_backend {
+ public:
+  uring_backend(unsigned workers, bool try_first) : try_first_(try_first) {
+    rings_.reserve(workers);
+    for (unsigned i = 0; i < workers; ++i) rings_.push_back(std::make_unique<ring>());
+  }
+  const char* name() const noexcept override { return "io_uring"; }
+
+  void submit(io_operation* op, worker_view* w) override {
+    bool regular = false;
+    long long r = prepare_io(op, try_first_, &regular);
+    if (r < 0) {
+      io_complete(op, r);
+      return;
+    }
+    if (try_first_ && !regular && op->kind != io_kind::timeout && op->kind != io_kind::connect) {
+      r = attempt_io(op);
+      if (r != -EAGAIN) {
+        io_complete(op, r);
+        return;
+      }
+    }
+    op->home = w ? w->index % rings_.size() : 0;
+    rings_[op->home]->submit(op);
+  }
+
+  void cancel(io_operation* op) override { rings_[op->home]->cancel(op); }
+
+  void begin_shutdown() override {
+    for (auto& r : rings_) r->begin_shutdown();
+  }
+
+ private:
+  bool try_first_;
+  std::vector<std::unique_ptr<ring>> rings_;
+};
+
+}  // namespace
+
+bool uring_available() noexcept {
+  io_uring probe;
+  if (::io_uring_queue_init(2, &probe, 0) < 0) return false;
+  ::io_uring_queue_exit(&probe);
+  return true;
+}
+
+std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first) {
+  return std::make_unique<uring_backend>(workers, try_first);
+}
+
+}  // namespace weft::detail
+
+#else  // !WEFT_HAVE_LIBURING
+
+#include <stdexcept>
+
+namespace weft::detail {
+bool uring_available() noexcept { return false; }
+std::unique_ptr<io_backend> make_uring_backend(unsigned, bool) {
+  throw std::runtime_error("weft: this build has no io_uring support (liburing was not found)");
+}
+}  // namespace weft::detail
+
+#endif
