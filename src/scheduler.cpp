@@ -90,6 +90,9 @@ io_backend* scheduler::io() {
         io_ = make_epoll_backend(worker_count(), opts_.io_try_first);
         break;
     }
+    // A backend created after shutdown began (first I/O from a task still
+    // running in ~runtime) starts out shut down: its operations fail at once.
+    if (io_shutdown_) io_->begin_shutdown();
     io_ptr_.store(io_.get(), std::memory_order_release);
   }
   return io_.get();
@@ -102,6 +105,7 @@ scheduler::~scheduler() {
   // and finish); later operations fail the same way at once.
   {
     std::lock_guard lock(io_mutex_);
+    io_shutdown_ = true;
     if (io_) io_->begin_shutdown();
   }
   // Drain: wait (without spinning hot) until every async task has finished,

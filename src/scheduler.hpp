@@ -107,6 +107,7 @@ class scheduler {
 
   std::mutex io_mutex_;
   std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published
+  bool io_shutdown_ = false;                 // guarded by io_mutex_
   std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
 
   std::atomic<std::int64_t> external_started_{0};

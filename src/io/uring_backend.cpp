@@ -15,6 +15,8 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <deque>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -51,6 +53,48 @@ class ring {
       io_complete(op, -ECANCELED);
       return;
     }
+    // The kernel does not complete two pending operations on one descriptor
+    // in submission order (two reads on a socket may be served last-first).
+    // weft promises FIFO per descriptor and direction, as the epoll backend
+    // gives: queue behind an operation in flight on the same (fd, direction).
+    if (std::uint64_t key = order_key(op)) {
+      auto& q = in_order_[key];
+      q.push_back(op);
+      if (q.size() > 1) return;  // submitted when the one ahead completes
+    }
+    submit_locked(op);
+  }
+
+ private:
+  // 0 for operations that need no ordering (timeouts, connect).
+  static std::uint64_t order_key(const io_operation* op) noexcept {
+    if (op->kind == io_kind::timeout || op->kind == io_kind::connect) return 0;
+    auto dir = direction_of(op->kind) == io_direction::in ? 1u : 2u;
+    return (static_cast<std::uint64_t>(static_cast<unsigned>(op->fd)) << 2) | dir;
+  }
+
+  // Called with mutex_ held, when `op` has completed or been dropped: starts
+  // the next operation queued behind it, if any.
+  void advance_locked(io_operation* op) {
+    std::uint64_t key = order_key(op);
+    if (!key) return;
+    auto it = in_order_.find(key);
+    if (it == in_order_.end() || it->second.empty() || it->second.front() != op) return;
+    it->second.pop_front();
+    while (!it->second.empty()) {
+      io_operation* next = it->second.front();
+      if (shutting_down_ || next->cancel_requested.load(std::memory_order_acquire)) {
+        it->second.pop_front();
+        io_complete(next, -ECANCELED);
+        continue;
+      }
+      submit_locked(next);
+      return;
+    }
+    in_order_.erase(it);
+  }
+
+  void submit_locked(io_operation* op) {
     io_uring_sqe* sqe = get_sqe_locked();
     switch (op->kind) {
       case io_kind::read:
@@ -89,19 +133,42 @@ class ring {
     if (rc < 0) {
       pending_.erase(op);
       io_complete(op, rc);
+      advance_locked(op);
     }
   }
 
+ public:
   void cancel(io_operation* op) {
     std::lock_guard lock(mutex_);
-    if (!pending_.count(op)) return;  // not submitted yet (it will see the flag) or done
-    request_cancel_locked(op);
+    if (pending_.count(op)) {
+      request_cancel_locked(op);
+      return;
+    }
+    // Queued behind another operation on the same descriptor: drop it here.
+    if (std::uint64_t key = order_key(op)) {
+      auto it = in_order_.find(key);
+      if (it == in_order_.end()) return;
+      for (auto p = it->second.begin(); p != it->second.end(); ++p) {
+        if (*p == op && p != it->second.begin()) {
+          it->second.erase(p);
+          io_complete(op, -ECANCELED);
+          return;
+        }
+      }
+    }
   }
 
   void begin_shutdown() {
     std::lock_guard lock(mutex_);
     shutting_down_ = true;
     for (io_operation* op : pending_) request_cancel_locked(op);
+    // Operations queued behind others: complete them now.
+    for (auto& [key, q] : in_order_) {
+      while (q.size() > 1) {
+        io_complete(q.back(), -ECANCELED);
+        q.pop_back();
+      }
+    }
   }
 
  private:
@@ -128,12 +195,14 @@ class ring {
       long long res = cqe->res;
       ::io_uring_cqe_seen(&ring_, cqe);
       if (op) {
-        {
-          std::lock_guard lock(mutex_);
-          pending_.erase(op);
-        }
         if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
-        io_complete(op, res);
+        std::lock_guard lock(mutex_);
+        pending_.erase(op);
+        // Start the next queued operation before completing this one: the
+        // completion may free `op`, and advance_locked needs its fd/kind.
+        io_operation* done_op = op;
+        advance_locked(done_op);
+        io_complete(done_op, res);
       }
       std::lock_guard lock(mutex_);
       if (stopping_ && pending_.empty()) return;
@@ -142,7 +211,9 @@ class ring {
 
   io_uring ring_;
   std::mutex mutex_;  // serialises the submission queue and the fields below
-  std::unordered_set<io_operation*> pending_;  // guarded by mutex_
+  std::unordered_set<io_operation*> pending_;  // guarded by mutex_: in the kernel
+  // Per (fd, direction): the operation in flight first, then those waiting.
+  std::unordered_map<std::uint64_t, std::deque<io_operation*>> in_order_;  // guarded by mutex_
   bool shutting_down_ = false;                 // guarded by mutex_
   bool stopping_ = false;                      // guarded by mutex_
   std::thread reaper_;
