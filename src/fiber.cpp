@@ -24,7 +24,23 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+// The Itanium C++ ABI's per-thread exception globals (libstdc++/libc++abi).
+namespace __cxxabiv1 {
+struct __cxa_eh_globals;
+extern "C" __cxa_eh_globals* __cxa_get_globals() noexcept;
+}  // namespace __cxxabiv1
+
 namespace weft::detail {
+
+namespace {
+struct eh_globals {
+  void* caught_exceptions;
+  unsigned int uncaught_exceptions;
+};
+eh_globals* thread_eh() noexcept {
+  return reinterpret_cast<eh_globals*>(__cxxabiv1::__cxa_get_globals());
+}
+}  // namespace
 
 thread_local const stack_region* tls_running_stack = nullptr;
 
@@ -35,9 +51,16 @@ fiber* fiber::from_resume_item(work_item* item) noexcept {
 void fiber_reset(fiber* f, void (*entry)(ctx::transfer_t)) noexcept {
   f->context = ctx::make_fcontext(reinterpret_cast<void*>(f->stack.hi), f->stack.usable(), entry);
   f->deque = nullptr;
+  f->eh_caught = nullptr;
+  f->eh_uncaught = 0;
 }
 
 ctx::transfer_t fiber_switch(fiber* from, fiber* to, bool from_dies) noexcept {
+  // Park the outgoing fiber's exception state; the incoming one installs its
+  // own in fiber_switch_finished (on this thread).
+  eh_globals* g = thread_eh();
+  from->eh_caught = g->caught_exceptions;
+  from->eh_uncaught = g->uncaught_exceptions;
 #ifdef WEFT_ASAN
   const void* bottom = to->is_native() ? to->asan_bottom : reinterpret_cast<const void*>(to->stack.lo);
   std::size_t size = to->is_native() ? to->asan_size : to->stack.usable();
@@ -53,6 +76,9 @@ ctx::transfer_t fiber_switch(fiber* from, fiber* to, bool from_dies) noexcept {
 }
 
 void fiber_switch_finished(fiber* self, fiber* from) noexcept {
+  eh_globals* g = thread_eh();
+  g->caught_exceptions = self->eh_caught;
+  g->uncaught_exceptions = self->eh_uncaught;
 #ifdef WEFT_ASAN
   const void* old_bottom = nullptr;
   std::size_t old_size = 0;

@@ -31,9 +31,16 @@ struct fiber {
   // The continuation: pushed into `deque` on resumption; whoever steals it
   // adopts the deque and switches to this fiber.
   work_item resume_item;
-  // Parsimonious policy: the worker whose resumed list receives this fiber.
+  // Parsimonious policy: the worker (and level) whose resumed list receives
+  // this fiber.
   unsigned home = 0;
+  unsigned level = 0;
   fiber* next_free = nullptr;  // fiber pool link
+  // The C++ runtime's per-thread exception state (caught-exception stack,
+  // uncaught count) of this fiber while it is switched out: exception state
+  // belongs to a task, not to the thread it happens to run on.
+  void* eh_caught = nullptr;
+  unsigned eh_uncaught = 0;
   // Sanitizer bookkeeping.
   void* asan_fake_stack = nullptr;
   const void* asan_bottom = nullptr;  // for a native context: learnt at first switch

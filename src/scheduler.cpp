@@ -52,7 +52,14 @@ scheduler::scheduler(const options& resolved)
     w->sleepers = &parking_.sleepers();
     w->rng_state = 0x9E3779B97F4A7C15ULL * (i + 1) | 1;
     // relaxed: published to the worker threads by std::thread's start.
-    w->active.store(acquire_deque(w.get()), std::memory_order_relaxed);
+    // Oblivious mode: every level shares one deque, so a priority changes
+    // nothing.
+    deque_record* shared = aps_enabled() ? nullptr : acquire_deque(w.get(), default_priority_level);
+    for (unsigned l = 0; l < priority_levels; ++l)
+      w->level_active[l].store(shared ? shared : acquire_deque(w.get(), l), std::memory_order_relaxed);
+    w->level = default_priority_level;
+    w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
+                    std::memory_order_relaxed);
     workers_.push_back(std::move(w));
   }
   for (auto& w : workers_) {
@@ -121,6 +128,12 @@ scheduler::~scheduler() {
     std::lock_guard lock(io_mutex_);
     io_.reset();  // joins the I/O threads; every operation has completed
   }
+  {
+    std::lock_guard lock(aps_mutex_);
+    aps_stop_ = true;
+  }
+  aps_cv_.notify_all();
+  if (aps_thread_.joinable()) aps_thread_.join();
   stopping_.store(true, std::memory_order_seq_cst);
   parking_.wake_all();
   for (auto& w : workers_) w->thread.join();
@@ -186,31 +199,36 @@ void scheduler::recycle_fiber(worker* w, fiber* f) noexcept {
   free_fibers_ = f;
 }
 
-deque_record* scheduler::acquire_deque(worker* w) {
-  if (!w->deque_cache.empty()) {
-    deque_record* d = w->deque_cache.back();
-    w->deque_cache.pop_back();
+// Deques are pooled per level and never change level, so a thief holding a
+// stale pointer still steals work of the level it looked for.
+deque_record* scheduler::acquire_deque(worker* w, unsigned level) {
+  auto& cache = w->deque_cache[level];
+  if (!cache.empty()) {
+    deque_record* d = cache.back();
+    cache.pop_back();
     return d;
   }
   std::lock_guard lock(pool_mutex_);
-  if (deque_record* d = free_deques_) {
-    free_deques_ = d->next_free;
+  if (deque_record* d = free_deques_[level]) {
+    free_deques_[level] = d->next_free;
     return d;
   }
   auto* d = new deque_record();
+  d->level = level;  // published with the deque (release store or set lock)
   all_deques_.push_back(d);
   return d;
 }
 
 void scheduler::recycle_deque(worker* w, deque_record* d) noexcept {
   constexpr std::size_t cache_cap = 16;
-  if (w->deque_cache.size() < cache_cap) {
-    w->deque_cache.push_back(d);
+  auto& cache = w->deque_cache[d->level];
+  if (cache.size() < cache_cap) {
+    cache.push_back(d);
     return;
   }
   std::lock_guard lock(pool_mutex_);
-  d->next_free = free_deques_;
-  free_deques_ = d;
+  d->next_free = free_deques_[d->level];
+  free_deques_[d->level] = d;
 }
 
 // --- switching -----------------------------------------------------------------
@@ -250,7 +268,7 @@ void scheduler::ensure_stealable(deque_record* d) noexcept {
   d->membership.lock();
   if (d->set_owner < 0) {
     auto v = static_cast<unsigned>(any_thread_random() % workers_.size());
-    stealable_set& set = workers_[v]->inactive;
+    stealable_set& set = workers_[v]->inactive[d->level];
     set.lock.lock();
     d->set_pos = set.deques.size();
     set.deques.push_back(d);
@@ -264,7 +282,7 @@ void scheduler::ensure_stealable(deque_record* d) noexcept {
 
 // Requires d->membership held and d->set_owner >= 0.
 void scheduler::remove_from_set(deque_record* d) noexcept {
-  stealable_set& set = workers_[static_cast<unsigned>(d->set_owner)]->inactive;
+  stealable_set& set = workers_[static_cast<unsigned>(d->set_owner)]->inactive[d->level];
   set.lock.lock();
   deque_record* last = set.deques.back();
   set.deques[d->set_pos] = last;
@@ -291,6 +309,15 @@ void scheduler::retire_if_empty(deque_record* d) noexcept {
   d->membership.unlock();
 }
 
+void scheduler::set_level_deque(worker* w, unsigned level, deque_record* d) noexcept {
+  // release: a thief that loads the new deque sees it initialised.
+  if (aps_enabled()) {
+    w->level_active[level].store(d, std::memory_order_release);
+  } else {
+    for (auto& slot : w->level_active) slot.store(d, std::memory_order_release);
+  }
+}
+
 // --- suspension -------------------------------------------------------------------
 
 namespace {
@@ -303,25 +330,35 @@ struct suspend_args {
 void post_suspend(worker* w, fiber* suspended, void* p) noexcept;
 }  // namespace
 
-void scheduler::suspend(worker* w, commit_fn commit, void* arg) {
+void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   fiber* self = w->running;
   w->suspensions.add();
+  const unsigned level = w->level;
   if (parsimonious_) {
     // ParWS: the worker keeps its active deque (and goes on popping it) on a
     // fresh fiber; the task's fiber will come back through w's resumed list.
     self->deque = nullptr;
     self->home = w->index;
+    self->level = level;
     fiber* next = acquire_fiber(w);
+    if (new_level >= 0) {
+      w->level = static_cast<unsigned>(new_level);
+      w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
+                      std::memory_order_release);
+    }
     suspend_args a{nullptr, commit, arg};
     switch_to(w, next, {&post_suspend, &a}, false);
     return;
   }
   auto* d = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
   self->deque = d;
-  deque_record* fresh = acquire_deque(w);
+  deque_record* fresh = acquire_deque(w, level);
   fiber* next = acquire_fiber(w);
-  // release: a thief that loads the new active deque sees it initialised.
-  w->active.store(fresh, std::memory_order_release);
+  set_level_deque(w, level, fresh);
+  if (new_level >= 0) w->level = static_cast<unsigned>(new_level);
+  // release: as above.
+  w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
+                  std::memory_order_release);
   suspend_args a{d, commit, arg};
   switch_to(w, next, {&post_suspend, &a}, false);
   // Resumed: the adopting worker made `d` its active deque again.
@@ -343,7 +380,7 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept {
 
 void scheduler::make_resumable(fiber* f) noexcept {
   if (parsimonious_) {
-    resumed_list& r = workers_[f->home]->resumed;
+    resumed_list& r = workers_[f->home]->resumed[f->level];
     r.lock.lock();
     r.fibers.push_back(f);
     // release: a worker reading the hint then taking the lock finds f.
@@ -373,7 +410,9 @@ void scheduler::resume_stolen(work_item* item) noexcept {
   // now: adopt it as our active deque (ProWS "mugging") and drop ours, which
   // is empty because we were looking for work.
   s->leave_set(d);
+  // The thief steals only at its own level, so d->level == w->level.
   auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
+  s->set_level_deque(w, d->level, d);
   // release: see suspend().
   w->active.store(d, std::memory_order_release);
   s->recycle_deque(w, old);
@@ -429,32 +468,34 @@ void scheduler::run_resume_batch(work_item* item) noexcept {
 
 // --- injection -------------------------------------------------------------------
 
-void scheduler::inject(work_item* item) {
+void scheduler::inject(work_item* item, int level) {
+  unsigned l = level < 0 || !aps_enabled() ? default_priority_level : static_cast<unsigned>(level);
   {
     std::lock_guard lock(inject_mutex_);
-    injected_.push_back(item);
+    injected_[l].push_back(item);
     // relaxed: a hint; the mutex orders the queue itself.
-    injected_hint_.store(injected_.size(), std::memory_order_relaxed);
+    injected_hint_[l].store(injected_[l].size(), std::memory_order_relaxed);
   }
+  if (l != default_priority_level) note_level_spawn(l);
   // seq_cst: waking side of the parking handshake.
   full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
 }
 
-work_item* scheduler::take_injected() {
-  if (injected_hint_.load(std::memory_order_relaxed) == 0) return nullptr;
+work_item* scheduler::take_injected(unsigned level) {
+  if (injected_hint_[level].load(std::memory_order_relaxed) == 0) return nullptr;
   std::lock_guard lock(inject_mutex_);
-  if (injected_.empty()) return nullptr;
-  work_item* item = injected_.front();
-  injected_.pop_front();
-  injected_hint_.store(injected_.size(), std::memory_order_relaxed);
+  if (injected_[level].empty()) return nullptr;
+  work_item* item = injected_[level].front();
+  injected_[level].pop_front();
+  injected_hint_[level].store(injected_[level].size(), std::memory_order_relaxed);
   return item;
 }
 
 // --- hooks used by the headers -----------------------------------------------------
 
 void wake_one_sleeper(worker_view* w) noexcept { w->sched->wake_one(); }
-void inject(scheduler* s, work_item* item) { s->inject(item); }
+void inject(scheduler* s, work_item* item, int level) { s->inject(item, level); }
 scheduler* scheduler_of(worker_view* w) noexcept { return w ? w->sched : nullptr; }
 bool is_worker_of(const scheduler& s) noexcept {
   worker* w = this_worker();

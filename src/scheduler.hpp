@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,7 +32,7 @@ class scheduler {
   runtime::statistics stats() const noexcept;
 
   // --- work submission -----------------------------------------------------
-  void inject(work_item* item);
+  void inject(work_item* item, int level);
   void wake_one() noexcept { parking_.wake_one(); }
   void count_external_start() noexcept {
     // release: pairs with the drain's acquire read.
@@ -45,7 +47,13 @@ class scheduler {
   // (possibly at once). Returns when the task has been resumed, on whichever
   // worker adopted it.
   using commit_fn = void (*)(void* arg, fiber* suspended) noexcept;
-  void suspend(worker* w, commit_fn commit, void* arg);
+  // `new_level` >= 0: the worker moves to that level (APS level switch).
+  void suspend(worker* w, commit_fn commit, void* arg, int new_level = -1);
+  // APS: the worker is asked to change level (strand boundary in a task).
+  void switch_level(worker* w);
+  // A task of `level` was spawned by w: start the APS master if needed.
+  void note_level_spawn(unsigned level);
+  bool aps_enabled() const noexcept { return opts_.priorities == options::priority_mode::adaptive; }
   // Any thread, once per suspension: pushes the fiber's continuation to the
   // bottom of its suspended deque and makes that deque stealable.
   void make_resumable(fiber* f) noexcept;
@@ -69,18 +77,26 @@ class scheduler {
   work_item* find_work(worker* w);
   bool try_steal(worker* thief, work_item*& out);
   bool steal_from_set(worker* thief, worker* victim, work_item*& out);
-  work_item* take_injected();
+  work_item* take_injected(unsigned level);
   work_item* take_resumed(resumed_list& r);
-  bool has_visible_work() const noexcept;
+  bool level_has_ready_work(unsigned level) const noexcept;
+  void adopt_assigned_level(worker* w) noexcept;  // between tasks
+  void begin_span(worker* w) noexcept;            // APS accounting
+  void end_span(worker* w) noexcept;
+  std::uint64_t now_ns() const noexcept;
+  void aps_master_loop();
+  friend struct aps_master_access;
+  bool has_visible_work(unsigned level) const noexcept;
   [[noreturn]] void exit_worker(worker* w) noexcept;
 
   void switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept;
   static void after_switch(ctx::transfer_t t) noexcept;
 
   fiber* acquire_fiber(worker* w);
-  deque_record* acquire_deque(worker* w);
+  deque_record* acquire_deque(worker* w, unsigned level);
   void recycle_deque(worker* w, deque_record* d) noexcept;
   void leave_set(deque_record* d) noexcept;
+  void set_level_deque(worker* w, unsigned level, deque_record* d) noexcept;
   void remove_from_set(deque_record* d) noexcept;
   void retire_if_empty(deque_record* d) noexcept;
   std::int64_t outstanding_tasks() const noexcept;
@@ -92,16 +108,24 @@ class scheduler {
   timer_service timers_;
   std::vector<std::unique_ptr<worker>> workers_;
 
-  // Work from threads that are not workers of this runtime.
+  // Work from threads that are not workers of this runtime, per level.
   mutable std::mutex inject_mutex_;
-  std::deque<work_item*> injected_;            // guarded by inject_mutex_
-  std::atomic<std::size_t> injected_hint_{0};  // written under the mutex; a hint
+  std::deque<work_item*> injected_[priority_levels];            // guarded by inject_mutex_
+  std::atomic<std::size_t> injected_hint_[priority_levels] = {};  // written under the mutex; hints
+
+  // APS master (started on the first spawn at a non-default level).
+  std::mutex aps_mutex_;
+  std::condition_variable aps_cv_;
+  std::thread aps_thread_;             // guarded by aps_mutex_ until started
+  bool aps_stop_ = false;              // guarded by aps_mutex_
+  std::atomic<bool> aps_running_{false};
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
   // Pools of fibers and deques shared by the workers (each worker also keeps a
   // small private cache). Both are type-stable: freed only in ~scheduler.
   std::mutex pool_mutex_;
   fiber* free_fibers_ = nullptr;             // guarded by pool_mutex_
-  deque_record* free_deques_ = nullptr;      // guarded by pool_mutex_
+  deque_record* free_deques_[priority_levels] = {};  // guarded by pool_mutex_
   std::vector<fiber*> all_fibers_;           // guarded by pool_mutex_
   std::vector<deque_record*> all_deques_;    // guarded by pool_mutex_
 

@@ -1,5 +1,7 @@
 // weft — the worker loop: pop own work, take injected work, steal (random
-// victim, then a random stealable deque of that victim: ProWS), park.
+// victim, then a random stealable deque of that victim: ProWS), park. All at
+// the worker's current priority level; the APS master moves workers between
+// levels (src/aps_master.cpp).
 #include <immintrin.h>
 
 #include "overflow_guard.hpp"
@@ -22,8 +24,9 @@ void scheduler::thread_main(worker* w) {
 void scheduler::worker_loop() noexcept {
   for (;;) {
     worker* w = this_worker();  // re-read: this fiber may have changed thread
-    work_item* item = w->sched->find_work(w);
-    if (!item) w->sched->exit_worker(w);
+    scheduler* s = w->sched;
+    work_item* item = s->find_work(w);
+    if (!item) s->exit_worker(w);
     item->execute(item);
   }
 }
@@ -38,7 +41,7 @@ void scheduler::exit_worker(worker* w) noexcept {
 }
 
 bool scheduler::steal_from_set(worker* thief, worker* victim, work_item*& out) {
-  stealable_set& set = victim->inactive;
+  stealable_set& set = victim->inactive[thief->level];
   set.lock.lock();
   std::size_t n = set.deques.size();
   if (n == 0) {
@@ -48,7 +51,8 @@ bool scheduler::steal_from_set(worker* thief, worker* victim, work_item*& out) {
   deque_record* d = set.deques[thief->next_random() % n];
   set.lock.unlock();
   // `d` may leave the set (or be adopted, or recycled) right now; deques are
-  // type-stable, so the steal below is still valid and its CAS decides.
+  // type-stable and never change level, so the steal below is still valid,
+  // takes work of our level, and its CAS decides.
   for (int attempt = 0; attempt < 4; ++attempt) {
     switch (d->steal(out)) {
       case chase_lev_deque::steal_result::success:
@@ -65,24 +69,25 @@ bool scheduler::steal_from_set(worker* thief, worker* victim, work_item*& out) {
 
 bool scheduler::try_steal(worker* thief, work_item*& out) {
   const auto n = static_cast<std::uint64_t>(workers_.size());
+  const unsigned level = thief->level;
   for (std::uint64_t tries = 0; tries < 2 * n; ++tries) {
     worker* victim = workers_[thief->next_random() % n].get();
     // Parsimonious policy: a victim's resumed tasks are ready work too (the
     // victim may be busy in a long task and not look at them for a while).
     if (parsimonious_ && victim != thief) {
-      if (work_item* batch = take_resumed(victim->resumed)) {
+      if (work_item* batch = take_resumed(victim->resumed[level])) {
         out = batch;
         thief->steals.add();
         return true;
       }
     }
     // acquire: pairs with ensure_stealable/remove_from_set's release store.
-    std::size_t inactive = victim->inactive.size_hint.load(std::memory_order_acquire);
+    std::size_t inactive = victim->inactive[level].size_hint.load(std::memory_order_acquire);
     std::uint64_t pick = inactive ? thief->next_random() % (inactive + 1) : 0;
     bool got = false;
     if (pick == 0 && victim != thief) {
-      // acquire: pairs with the victim's release store of a new active deque.
-      chase_lev_deque* d = victim->active.load(std::memory_order_acquire);
+      // acquire: pairs with the victim's release store of a new deque.
+      chase_lev_deque* d = victim->level_active[level].load(std::memory_order_acquire);
       for (int attempt = 0; attempt < 4 && !got; ++attempt) {
         auto r = d->steal(out);
         if (r == chase_lev_deque::steal_result::success) got = true;
@@ -99,41 +104,64 @@ bool scheduler::try_steal(worker* thief, work_item*& out) {
   return false;
 }
 
-bool scheduler::has_visible_work() const noexcept {
+bool scheduler::level_has_ready_work(unsigned level) const noexcept {
   // relaxed/acquire hints: the parking handshake (parking.hpp) guarantees that
   // work published before a sleeper announced itself is visible here.
-  if (injected_hint_.load(std::memory_order_relaxed) != 0) return true;
+  if (injected_hint_[level].load(std::memory_order_relaxed) != 0) return true;
   for (auto& w : workers_) {
-    if (!w->active.load(std::memory_order_acquire)->looks_empty()) return true;
-    if (w->inactive.size_hint.load(std::memory_order_acquire) != 0) return true;
-    if (w->resumed.size_hint.load(std::memory_order_acquire) != 0) return true;
+    if (!w->level_active[level].load(std::memory_order_acquire)->looks_empty()) return true;
+    if (w->inactive[level].size_hint.load(std::memory_order_acquire) != 0) return true;
+    if (w->resumed[level].size_hint.load(std::memory_order_acquire) != 0) return true;
   }
   return false;
 }
 
+bool scheduler::has_visible_work(unsigned level) const noexcept {
+  return level_has_ready_work(level);
+}
+
+void scheduler::adopt_assigned_level(worker* w) noexcept {
+  // relaxed: the flag is a hint; the assignment is read below.
+  if (!w->level_switch_pending.load(std::memory_order_relaxed)) return;
+  w->level_switch_pending.store(false, std::memory_order_relaxed);
+  // acquire: pairs with the master's release store.
+  unsigned target = w->assigned_level.load(std::memory_order_acquire);
+  if (target == w->level) return;
+  end_span(w);
+  w->level = target;
+  // release: thieves may look at our active deque of the new level.
+  w->active.store(w->level_active[target].load(std::memory_order_relaxed),
+                  std::memory_order_release);
+}
+
 work_item* scheduler::find_work(worker* w) {
+  end_span(w);
+  adopt_assigned_level(w);
   chase_lev_deque* own = w->active.load(std::memory_order_relaxed);
-  if (work_item* item = own->pop()) return item;
-  // Parsimonious policy: the worker's own resumed tasks come before stealing.
-  if (parsimonious_) {
-    if (work_item* batch = take_resumed(w->resumed)) return batch;
+  if (work_item* item = own->pop()) {
+    begin_span(w);
+    return item;
   }
   for (;;) {
     // Look for work for a short while (tens of microseconds), then park.
     for (unsigned round = 0; round < 64; ++round) {
       // acquire: pairs with the destructor's store after the drain.
       if (stopping_.load(std::memory_order_acquire)) return nullptr;
-      if (work_item* item = take_injected()) return item;
-      if (parsimonious_) {
-        if (work_item* batch = take_resumed(w->resumed)) return batch;
-      }
-      work_item* stolen = nullptr;
-      if (try_steal(w, stolen)) {
+      adopt_assigned_level(w);
+      const unsigned level = w->level;
+      work_item* found = w->active.load(std::memory_order_relaxed)->pop();
+      // Parsimonious policy: the worker's own resumed tasks come before stealing.
+      if (!found && parsimonious_) found = take_resumed(w->resumed[level]);
+      if (!found) found = take_injected(level);
+      if (!found && try_steal(w, found)) {
         // More work may be waiting: let a parked worker help (work spreads
         // one wake-up per successful steal, like a wave).
-        if (parking_.sleepers().load(std::memory_order_relaxed) > 0 && has_visible_work())
+        if (parking_.sleepers().load(std::memory_order_relaxed) > 0 && has_visible_work(level))
           parking_.wake_one();
-        return stolen;
+      }
+      if (found) {
+        begin_span(w);
+        return found;
       }
       if (round % 8 == 7) {
         std::this_thread::yield();  // oversubscribed: let the working threads run
@@ -142,10 +170,41 @@ work_item* scheduler::find_work(worker* w) {
       }
     }
     w->parks.add();
-    parking_.park([this] {
-      return stopping_.load(std::memory_order_acquire) || has_visible_work();
+    // relaxed: a hint for the APS master (it wakes parked workers whose level
+    // has work; a stale value costs one spurious wake-up or one quantum).
+    w->parked.store(true, std::memory_order_relaxed);
+    parking_.park([this, w] {
+      return stopping_.load(std::memory_order_acquire) ||
+             w->level_switch_pending.load(std::memory_order_relaxed) ||
+             has_visible_work(w->level);
     });
+    w->parked.store(false, std::memory_order_relaxed);
   }
+}
+
+// --- APS utilisation accounting (only while the master runs) ------------------
+
+std::uint64_t scheduler::now_ns() const noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_)
+          .count());
+}
+
+void scheduler::begin_span(worker* w) noexcept {
+  // relaxed: set once by note_level_spawn; a late view only delays accounting.
+  if (!aps_running_.load(std::memory_order_relaxed)) return;
+  // release: pairs with the master's acquire load.
+  w->span.store((now_ns() << 4) | w->level | 1ull << 3, std::memory_order_release);
+}
+
+void scheduler::end_span(worker* w) noexcept {
+  std::uint64_t sp = w->span.load(std::memory_order_relaxed);
+  if (!sp) return;
+  std::uint64_t start = sp >> 4;
+  unsigned level = static_cast<unsigned>(sp & 7);
+  std::uint64_t now = now_ns();
+  w->busy_ns[level].add(static_cast<std::int64_t>(now > start ? now - start : 0));
+  w->span.store(0, std::memory_order_release);
 }
 
 }  // namespace weft::detail

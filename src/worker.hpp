@@ -21,6 +21,7 @@ struct deque_record : chase_lev_deque {
   // of its set" (found empty by a thief, adopted by a mugger), so a deque that
   // holds work is never left in no set (docs/design.md §Deques).
   spin_lock membership;
+  unsigned level = default_priority_level;  // fixed while the deque is in use
   int set_owner = -1;       // guarded by membership: worker whose set holds it, or -1
   std::size_t set_pos = 0;  // guarded by the set_owner's inactive.lock
   deque_record* next_free = nullptr;  // deque pool link
@@ -58,11 +59,22 @@ struct worker : worker_view {
   fiber native{nullptr};      // the thread's own context; no stack of ours
   fiber* running = nullptr;   // owner only: the fiber this worker runs now
   post_switch_action pending; // owner only
-  stealable_set inactive;
-  resumed_list resumed;
+  stealable_set inactive[priority_levels];  // per level
+  resumed_list resumed[priority_levels];    // per level (parsimonious policy)
+
+  // --- APS (src/aps_master.cpp) ---
+  // The level the master wants this worker at (written by the master,
+  // relaxed; level_switch_pending tells the worker to look).
+  std::atomic<unsigned> assigned_level{default_priority_level};
+  // Working time per level, credited when a working span ends (owner writes).
+  owned_counter busy_ns[priority_levels];
+  // The span in progress: (start_ns << 4 | level), or 0 while looking for
+  // work. Owner writes (release), the master reads (acquire).
+  std::atomic<std::uint64_t> span{0};
+  std::atomic<bool> parked{false};  // owner writes, the master reads (hint)
   std::uint64_t rng_state = 0;  // owner only
   std::vector<fiber*> fiber_cache;         // owner only
-  std::vector<deque_record*> deque_cache;  // owner only
+  std::vector<deque_record*> deque_cache[priority_levels];  // owner only, per level
 
   alignas(cache_line) owned_counter steals;
   owned_counter suspensions;

@@ -98,6 +98,10 @@ class future_state_base {
     return detail::wait_until(done_, deadline);
   }
 
+  // The level of the task producing the value (priority_levels: unknown).
+  unsigned level() const noexcept { return level_; }
+  void set_level(unsigned l) noexcept { level_ = static_cast<unsigned char>(l); }
+
   // Producer side: claims the right to publish (exactly once).
   bool claim() noexcept {
     // acq_rel: serialises competing producers; the winner writes the value.
@@ -122,6 +126,7 @@ class future_state_base {
   std::atomic<int> refs_{1};
   std::atomic<bool> claimed_{false};
   std::atomic<bool> retrieved_{false};
+  unsigned char level_ = priority_levels;  // immutable after launch
   std::exception_ptr error_;  // written by the claimer before publish()
 };
 
@@ -213,8 +218,10 @@ scheduler* scheduler_of(worker_view* w) noexcept;
 // Starts an async task on `s` (or, when s is null, on the calling worker's
 // runtime). From a worker of that runtime the task is pushed on the worker's
 // own deque (child stealing); from any other thread it is injected.
+// `level`: the priority level of the new task (-1: the caller's, or the
+// default level from outside the runtime).
 template <class F, class... Args>
-auto launch_async(scheduler* s, F&& f, Args&&... args)
+auto launch_async_at(scheduler* s, int level, F&& f, Args&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
   using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
   auto inv = make_invoker(std::forward<F>(f), std::forward<Args>(args)...);
@@ -225,14 +232,23 @@ auto launch_async(scheduler* s, F&& f, Args&&... args)
     s = w->sched;
   }
   auto* t = new task_t(std::move(inv));
+  bool local = w && w->sched == s;
+  t->set_level(level >= 0 ? static_cast<unsigned>(level) : local ? w->level : default_priority_level);
   future<R> result(static_cast<future_state<R>*>(t));
   task_started(w, s);
-  if (w && w->sched == s) {
-    push_task(w, w->active.load(std::memory_order_relaxed), static_cast<work_item*>(t));
+  if (local) {
+    push_task_at(w, level, static_cast<work_item*>(t));
+    strand_boundary(w);
   } else {
-    inject(s, static_cast<work_item*>(t));
+    inject(s, static_cast<work_item*>(t), level);
   }
   return result;
+}
+
+template <class F, class... Args>
+auto launch_async(scheduler* s, F&& f, Args&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+  return launch_async_at(s, -1, std::forward<F>(f), std::forward<Args>(args)...);
 }
 
 template <class T>
@@ -265,6 +281,7 @@ class future {
   }
   void wait() const {
     check();
+    detail::check_wait_priority(state_->level());
     state_->wait();
   }
   template <class Rep, class Period>
@@ -274,6 +291,7 @@ class future {
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
     check();
+    detail::check_wait_priority(state_->level());
     auto deadline = std::chrono::steady_clock::now() +
                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
     return state_->wait_until(deadline) ? std::future_status::ready
@@ -284,8 +302,12 @@ class future {
   // future is invalid afterwards; a second get() throws future_error(no_state).
   T get() {
     check();
+    detail::check_wait_priority(state_->level());
     bool owned = state_->run_inline_if_own_child();
-    if (!owned) state_->wait();
+    if (!owned) {
+      if (detail::worker_view* w = detail::current_worker()) detail::strand_boundary(w);
+      state_->wait();
+    }
     struct releaser {
       detail::future_state<T>*& s;
       bool owned;
@@ -303,7 +325,7 @@ class future {
  private:
   friend class promise<T>;
   template <class F, class... A>
-  friend auto detail::launch_async(detail::scheduler*, F&&, A&&...)
+  friend auto detail::launch_async_at(detail::scheduler*, int, F&&, A&&...)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
   friend class shared_future<T>;
   explicit future(detail::future_state<T>* s) noexcept : state_(s) {}
@@ -335,7 +357,11 @@ class shared_future {
 
   bool valid() const noexcept { return state_ != nullptr; }
   bool is_ready() const { check(); return state_->ready(); }
-  void wait() const { check(); state_->wait(); }
+  void wait() const {
+    check();
+    detail::check_wait_priority(state_->level());
+    state_->wait();
+  }
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
     return wait_until(std::chrono::steady_clock::now() + d);
@@ -352,6 +378,7 @@ class shared_future {
   // rethrows the stored exception. May be called any number of times.
   std::conditional_t<std::is_void_v<T>, void, const T&> get() const {
     check();
+    detail::check_wait_priority(state_->level());
     state_->wait();
     return detail::get_value(state_);
   }

@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/future.hpp"
+#include "weft/priority_level.hpp"
 #include "weft/task_group.hpp"
 
 namespace weft {
@@ -69,9 +71,19 @@ void parallel_for(I lo, I hi, I grain, const Body& body) {
 template <class I, class Body>
   requires std::is_integral_v<I>
 void parallel_for(I lo, I hi, const Body& body) {
-  if (hi <= lo) return;
+  detail::check_range(lo, hi, I{1}, "weft::parallel_for");
   detail::require_worker("weft::parallel_for");
+  if (hi == lo) return;
   detail::parallel_for_range(lo, hi, detail::default_grain(lo, hi), body);
+}
+
+// parallel_for run as a task of priority p (its chunks inherit p); the caller
+// waits for it, so p should be at least as urgent as the caller.
+template <class I, class Body>
+  requires std::is_integral_v<I>
+void parallel_for(I lo, I hi, const Body& body, priority p) {
+  detail::launch_async_at(nullptr, static_cast<int>(p.level()),
+                          [&] { parallel_for(lo, hi, body); }).get();
 }
 
 // Returns combine(... combine(identity, map(lo)) ..., map(hi-1)), evaluated in
@@ -87,8 +99,9 @@ T parallel_reduce(I lo, I hi, I grain, T identity, const Map& map, const Combine
 template <class I, class T, class Map, class Combine>
   requires std::is_integral_v<I>
 T parallel_reduce(I lo, I hi, T identity, const Map& map, const Combine& combine) {
-  if (hi <= lo) return identity;
+  detail::check_range(lo, hi, I{1}, "weft::parallel_reduce");
   detail::require_worker("weft::parallel_reduce");
+  if (hi == lo) return identity;
   return detail::parallel_reduce_range(lo, hi, detail::default_grain(lo, hi), identity, map,
                                        combine);
 }

@@ -1,6 +1,7 @@
 // weft — the runtime: a pool of workers that run tasks.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -10,8 +11,15 @@
 
 #include "weft/detail/scheduler_hooks.hpp"
 #include "weft/future.hpp"
+#include "weft/priority_level.hpp"
 
 namespace weft {
+
+template <unsigned P> class task_context;
+
+namespace detail {
+bool is_worker_of(const scheduler& s) noexcept;
+}
 
 // What a worker does when its task blocks (docs/design.md §Policies).
 //  proactive    ProWS (paper 000 §4.2): suspend the active deque with the task,
@@ -45,6 +53,15 @@ struct options {
   // epoll and io_uring: first try the operation with a non-blocking system
   // call on the worker, and hand it to the backend only if it would block.
   bool io_try_first = true;
+
+  // Priority scheduling (docs/priorities.md). `adaptive` is APS (paper 001):
+  // a master thread, started when the first task of a non-default level is
+  // spawned, moves workers between levels every quantum. `oblivious` ignores
+  // priorities (one pool), for comparison.
+  enum class priority_mode { adaptive, oblivious } priorities = priority_mode::adaptive;
+  std::chrono::microseconds aps_quantum{500};  // L
+  double aps_efficiency = 0.9;                  // delta
+  double aps_responsiveness = 2.0;              // rho
 };
 
 // Thrown when an option is invalid (for example WEFT_WORKERS=abc).
@@ -71,6 +88,18 @@ class runtime {
   template <class F>
   std::invoke_result_t<std::decay_t<F>> run(F&& f);
 
+  // run() for a root task of priority p.
+  template <class F>
+  std::invoke_result_t<std::decay_t<F>> run(priority p, F&& f) {
+    if (detail::is_worker_of(*sched_)) return std::forward<F>(f)();
+    return detail::launch_async_at(sched_.get(), static_cast<int>(p.level()), std::forward<F>(f)).get();
+  }
+  // Typed root (weft/priority.hpp): runs f(task_context<P>{}) at level P.
+  template <unsigned P, class F>
+  auto run(task_context<P> ctx, F&& f) {
+    return run(priority(P), [&f, ctx] { return f(ctx); });
+  }
+
   // Starts f(args...) as a task from any thread; the future may be waited on
   // from any thread.
   template <class F, class... Args>
@@ -95,10 +124,6 @@ class runtime {
  private:
   std::unique_ptr<detail::scheduler> sched_;
 };
-
-namespace detail {
-bool is_worker_of(const scheduler& s) noexcept;
-}
 
 template <class F>
 std::invoke_result_t<std::decay_t<F>> runtime::run(F&& f) {

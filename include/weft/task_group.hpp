@@ -19,6 +19,7 @@
 
 #include "weft/detail/completion.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
+#include "weft/priority_level.hpp"
 
 namespace weft {
 
@@ -39,17 +40,18 @@ class task_group {
     if (error_ && std::uncaught_exceptions() == 0) std::rethrow_exception(take_error());
   }
 
-  // Spawns f() as a child. Must be called by the task that owns the group.
+  // Spawns f() as a child at the caller's priority. Must be called by the
+  // task that owns the group.
   template <class F>
   void spawn(F&& f) {
-    using child_t = child<std::decay_t<F>>;
-    auto* c = new child_t(this, std::forward<F>(f));
-    // relaxed: children decrement with acq_rel; the parent's own increment
-    // needs no ordering (it happens before the push that publishes the child).
-    outstanding_.fetch_add(1, std::memory_order_relaxed);
-    // The task may have moved to another worker since the last spawn.
-    detail::worker_view* w = detail::current_worker();
-    detail::push_task(w, w->active.load(std::memory_order_relaxed), c);
+    spawn_at(-1, std::forward<F>(f));
+  }
+  // Spawns f() as a child of priority p. Syncing on a child less urgent than
+  // the caller is a priority inversion (checked in WEFT_PRIORITY_CHECKS builds;
+  // use weft::priority_task_group for a compile-time check).
+  template <class F>
+  void spawn(F&& f, priority p) {
+    spawn_at(static_cast<int>(p.level()), std::forward<F>(f));
   }
 
   // Waits for every child spawned so far; rethrows the first child exception.
@@ -60,6 +62,20 @@ class task_group {
   }
 
  private:
+  template <class F>
+  void spawn_at(int level, F&& f) {
+    using child_t = child<std::decay_t<F>>;
+    auto* c = new child_t(this, std::forward<F>(f));
+    // relaxed: children decrement with acq_rel; the parent's own increment
+    // needs no ordering (it happens before the push that publishes the child).
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
+    // The task may have moved to another worker since the last spawn.
+    detail::worker_view* w = detail::current_worker();
+    if (level > least_urgent_child_) least_urgent_child_ = level;
+    detail::push_task_at(w, level, c);
+    detail::strand_boundary(w);
+  }
+
   template <class F>
   struct child final : detail::work_item {
     child(task_group* g, F&& f) : work_item(&run, g), group(g), fn(std::move(f)) {}
@@ -82,6 +98,7 @@ class task_group {
   };
 
   void join() {
+    if (least_urgent_child_ >= 0) detail::check_wait_priority(static_cast<unsigned>(least_urgent_child_));
     // Run our own unstolen children, newest first: they are at the bottom of
     // the current deque (deeper frames joined theirs before returning to us).
     // Each iteration re-reads the worker: a child run inline may suspend and
@@ -95,6 +112,7 @@ class task_group {
     // Drop the parent's bias; whoever brings the count to zero is last.
     // acq_rel: acquire makes the stolen children's writes visible to us.
     if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      detail::strand_boundary(detail::current_worker());
       detail::wait(all_done_);  // the last child sets it
     }
     all_done_.reset();
@@ -118,6 +136,7 @@ class task_group {
   }
 
   detail::worker_view* worker_;  // the creator's worker (validates the context)
+  int least_urgent_child_ = -1;  // largest explicit child level so far (-1: none)
   // Children not yet finished, plus one for the parent until it syncs.
   // Invariant: outstanding_ == 1 + (spawned - finished) between syncs.
   std::atomic<std::int64_t> outstanding_{1};
@@ -173,6 +192,7 @@ std::pair<detail::fj_result_t<F>, detail::fj_result_t<G>> fork_join(F&& f, G&& g
   detail::chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
   detail::join_frame<std::remove_reference_t<G>> frame(g);
   detail::push_task(w, d, &frame);
+  detail::strand_boundary(w);
   std::optional<detail::fj_result_t<F>> a;
   std::exception_ptr error;
   try {
@@ -192,6 +212,7 @@ std::pair<detail::fj_result_t<F>, detail::fj_result_t<G>> fork_join(F&& f, G&& g
     }
   } else {
     detail::wait(frame.done);  // stolen: suspend until the thief finishes it
+    detail::strand_boundary(detail::current_worker());
   }
   if (error) std::rethrow_exception(error);
   if (frame.error) std::rethrow_exception(frame.error);

@@ -4,6 +4,7 @@
 #include "weft/future.hpp"
 #include "weft/ivar.hpp"
 #include "weft/parallel.hpp"
+#include "weft/priority.hpp"
 #include "weft/runtime.hpp"
 #include "weft/task_group.hpp"
 #include "weft/this_task.hpp"

@@ -91,6 +91,25 @@ long long attempt_io(io_operation* op) noexcept {
         r = ::write(op->fd, op->buf, op->len);
         break;
       case io_kind::recv:
+        if (op->flags & MSG_WAITALL) {
+          // MSG_WAITALL: keep going until the whole length, EOF or an error;
+          // progress survives "would block" in op->transferred.
+          auto* p = static_cast<unsigned char*>(op->buf);
+          while (op->transferred < op->len) {
+            r = ::recv(op->fd, p + op->transferred, op->len - op->transferred,
+                       (op->flags & ~MSG_WAITALL) | MSG_DONTWAIT);
+            if (r > 0) {
+              op->transferred += static_cast<std::size_t>(r);
+              continue;
+            }
+            if (r == 0) break;  // EOF: return what we have
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return -EAGAIN;
+            if (op->transferred > 0) break;  // report the bytes; the error recurs next call
+            return -static_cast<long long>(errno);
+          }
+          return static_cast<long long>(op->transferred);
+        }
         r = ::recv(op->fd, op->buf, op->len, op->flags | MSG_DONTWAIT);
         break;
       case io_kind::send:

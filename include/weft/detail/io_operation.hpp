@@ -42,6 +42,7 @@ struct io_operation {
   const sockaddr* peer = nullptr;       // connect
   socklen_t peer_len = 0;               // connect
   bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
+  std::size_t transferred = 0;          // recv with MSG_WAITALL: bytes so far
   std::chrono::steady_clock::time_point deadline{};  // timeout
   std::int64_t kernel_timespec[2] = {0, 0};  // io_uring timeout storage
   // Set by io_cancel before it notifies the backend; a backend that receives

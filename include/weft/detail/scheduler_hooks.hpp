@@ -11,9 +11,20 @@
 #include "weft/detail/completion.hpp"
 #include "weft/detail/work_item.hpp"
 
+#ifndef WEFT_PRIORITY_CHECKS
+#ifdef NDEBUG
+#define WEFT_PRIORITY_CHECKS 0
+#else
+#define WEFT_PRIORITY_CHECKS 1
+#endif
+#endif
+
 namespace weft::detail {
 
 class scheduler;
+
+inline constexpr unsigned priority_levels = 8;        // level 0 is the most urgent
+inline constexpr unsigned default_priority_level = 3;  // untagged tasks
 
 // The part of a worker that inline code touches. The full worker lives in
 // src/worker.hpp and derives from this.
@@ -37,6 +48,15 @@ struct worker_view {
   // Hence a frame may keep this pointer across a suspension point.
   // Written only by the owning worker; read by thieves (acquire).
   std::atomic<chase_lev_deque*> active{nullptr};
+  // The worker's deque of each priority level (active == level_active[level]).
+  // Owner writes (release); thieves of that level read (acquire).
+  std::atomic<chase_lev_deque*> level_active[priority_levels] = {};
+  // The level this worker runs now. Owner only.
+  unsigned level = default_priority_level;
+  // Set by the APS master when this worker should move to another level; the
+  // worker checks it at strand boundaries (spawn, sync, async, get, yield).
+  // relaxed: a hint; the assignment itself is read by the slow path.
+  std::atomic<bool> level_switch_pending{false};
   // Number of parked workers in this worker's runtime (see src/parking.hpp).
   const std::atomic<int>* sleepers = nullptr;
   scheduler* sched = nullptr;
@@ -70,8 +90,42 @@ inline void push_task(worker_view* w, chase_lev_deque* d, work_item* item) {
   if (w->sleepers->load(std::memory_order_relaxed) > 0) wake_one_sleeper(w);
 }
 
-// Submits work from any thread (worker or not) to a runtime's injection queue.
-void inject(scheduler* s, work_item* item);
+// Submits work from any thread (worker or not) to a runtime's injection queue
+// of the given level (-1: the default level).
+void inject(scheduler* s, work_item* item, int level = -1);
+
+// A strand boundary (spawn, sync, async, get): if the APS master asked this
+// worker to change level, suspend the calling task (it stays ready at its
+// level) and move. May resume the caller on another worker.
+void switch_level(worker_view* w);
+inline void strand_boundary(worker_view* w) {
+  if (w->level_switch_pending.load(std::memory_order_relaxed)) [[unlikely]] switch_level(w);
+}
+
+// Pushes a task of level `level` (-1: the caller's). Work of another level
+// goes to the worker's deque of that level and starts the APS master.
+void note_level_spawn(worker_view* w, unsigned level);
+inline void push_task_at(worker_view* w, int level, work_item* item) {
+  if (level < 0 || static_cast<unsigned>(level) == w->level) {
+    push_task(w, w->active.load(std::memory_order_relaxed), item);
+  } else {
+    push_task(w, w->level_active[level].load(std::memory_order_relaxed), item);
+    note_level_spawn(w, static_cast<unsigned>(level));
+  }
+}
+
+// Run-time priority check (builds with WEFT_PRIORITY_CHECKS): throws
+// weft::priority_inversion if the calling task is more urgent than `awaited`.
+[[noreturn]] void report_priority_inversion(unsigned waiter, unsigned awaited);
+inline void check_wait_priority(unsigned awaited) {
+#if WEFT_PRIORITY_CHECKS
+  if (awaited >= priority_levels) return;  // unknown (promise, ivar)
+  worker_view* w = current_worker();
+  if (w && awaited > w->level) report_priority_inversion(w->level, awaited);
+#else
+  (void)awaited;
+#endif
+}
 
 // Blocks the caller until c is set: suspends the calling task's fiber inside a
 // runtime (ProWS), or blocks the calling thread on a condition variable.

@@ -1,0 +1,170 @@
+// weft — the APS master (paper 001 §3 and §5): every quantum L it measures
+// each level's utilisation, computes desires (Figure 1), allocates workers
+// top-down, and tells the workers whose level changed through a flag they
+// check at strand boundaries and between tasks.
+#include <algorithm>
+#include <vector>
+
+#include "scheduler.hpp"
+#include "weft/detail/aps_policy.hpp"
+#include "weft/priority_level.hpp"
+
+namespace weft::detail {
+
+void scheduler::note_level_spawn(unsigned level) {
+  (void)level;
+  if (!aps_enabled()) return;
+  // relaxed: the mutex below decides; this is the fast "already running" path.
+  if (aps_running_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(aps_mutex_);
+  if (aps_thread_.joinable() || aps_stop_) return;
+  aps_running_.store(true, std::memory_order_relaxed);
+  aps_thread_ = std::thread([this] { aps_master_loop(); });
+}
+
+void scheduler::switch_level(worker* w) {
+  w->level_switch_pending.store(false, std::memory_order_relaxed);
+  // acquire: pairs with the master's release store.
+  unsigned target = w->assigned_level.load(std::memory_order_acquire);
+  if (target == w->level) return;
+  end_span(w);
+  // The task stays ready at its level: suspend it and make it resumable at
+  // once (its deque is donated to that level's sets), and move the worker.
+  suspend(w, [](void* s, fiber* self) noexcept {
+    static_cast<scheduler*>(s)->make_resumable(self);
+  }, this, static_cast<int>(target));
+}
+
+void switch_level(worker_view* w) {
+  auto* wk = static_cast<worker*>(w);
+  wk->sched->switch_level(wk);
+}
+
+void note_level_spawn(worker_view* w, unsigned level) { w->sched->note_level_spawn(level); }
+
+[[noreturn]] void report_priority_inversion(unsigned waiter, unsigned awaited) {
+  throw priority_inversion(waiter, awaited);
+}
+
+void scheduler::aps_master_loop() {
+  const unsigned P = worker_count();
+  const double delta = opts_.aps_efficiency;
+  const double rho = opts_.aps_responsiveness;
+  std::vector<double> desire(priority_levels, 0.0);
+  std::vector<unsigned> allot(priority_levels, 0);
+  desire[default_priority_level] = P;
+  allot[default_priority_level] = P;
+  std::vector<std::vector<std::int64_t>> seen_busy(P, std::vector<std::int64_t>(priority_levels, 0));
+  std::vector<std::uint64_t> credited_span(P, 0);  // span start (packed) credited so far
+  std::vector<std::uint64_t> credited_ns(P, 0);    // of it, this much
+  std::uint64_t quantum_start = now_ns();
+  unsigned idle_quanta = 0;
+
+  std::unique_lock lock(aps_mutex_);
+  for (;;) {
+    // Sleep one quantum (longer when nothing has happened for a while, so an
+    // idle runtime is not woken 2,000 times a second).
+    auto nap = idle_quanta > 20 ? std::chrono::microseconds(10000) : opts_.aps_quantum;
+    aps_cv_.wait_for(lock, nap, [this] { return aps_stop_; });
+    if (aps_stop_) return;
+    lock.unlock();
+
+    const std::uint64_t now = now_ns();
+    const double elapsed = static_cast<double>(std::max<std::uint64_t>(1, now - quantum_start));
+    quantum_start = now;
+
+    // Busy time per level over the quantum: spans that ended (busy_ns deltas)
+    // plus the spans in progress, minus what earlier quanta already credited.
+    std::vector<double> busy(priority_levels, 0.0);
+    std::vector<bool> running_at(priority_levels, false);
+    for (unsigned i = 0; i < P; ++i) {
+      worker* w = workers_[i].get();
+      for (unsigned l = 0; l < priority_levels; ++l) {
+        std::int64_t b = w->busy_ns[l].read();
+        busy[l] += static_cast<double>(b - seen_busy[i][l]);
+        seen_busy[i][l] = b;
+      }
+      // acquire: pairs with begin_span/end_span's release stores.
+      std::uint64_t sp = w->span.load(std::memory_order_acquire);
+      if (credited_span[i] && credited_span[i] != sp) {
+        // The span we credited ended; its full length is in busy_ns now.
+        busy[credited_span[i] & 7] -= static_cast<double>(credited_ns[i]);
+        credited_span[i] = 0;
+        credited_ns[i] = 0;
+      }
+      if (sp) {
+        std::uint64_t start = sp >> 4;
+        std::uint64_t so_far = now > start ? now - start : 0;
+        busy[sp & 7] += static_cast<double>(so_far - credited_ns[i]);
+        running_at[sp & 7] = true;
+        credited_span[i] = sp;
+        credited_ns[i] = so_far;
+      }
+    }
+
+    bool anything = false;
+    std::vector<bool> has_work(priority_levels, false);
+    for (unsigned l = 0; l < priority_levels; ++l) {
+      has_work[l] = running_at[l] || level_has_ready_work(l);
+      anything = anything || has_work[l];
+      aps::level_quantum q;
+      q.has_ready_work = has_work[l];
+      q.prev_desire = desire[l];
+      q.prev_allotment = allot[l];
+      q.utilization = allot[l] ? std::min(1.0, busy[l] / (allot[l] * elapsed)) : 0.0;
+      desire[l] = aps::next_desire(q, delta, rho);
+      // A level cannot use more workers than there are.
+      desire[l] = std::min(desire[l], static_cast<double>(P) * rho);
+    }
+    idle_quanta = anything ? 0 : idle_quanta + 1;
+    allot = aps::allocate(desire, has_work, P, default_priority_level);
+
+    // Assign workers: keep each where it is if its level keeps a seat.
+    std::vector<unsigned> seats = allot;
+    std::vector<worker*> movers;
+    for (unsigned i = 0; i < P; ++i) {
+      worker* w = workers_[i].get();
+      unsigned cur = w->assigned_level.load(std::memory_order_relaxed);
+      if (seats[cur] > 0) {
+        --seats[cur];
+      } else {
+        movers.push_back(w);
+      }
+    }
+    bool changed = false;
+    for (worker* w : movers) {
+      unsigned l = 0;
+      while (l < priority_levels && seats[l] == 0) ++l;
+      if (l == priority_levels) l = default_priority_level;  // cannot happen: sum(allot) == P
+      else --seats[l];
+      // release: the worker reads the new level with acquire after the flag.
+      w->assigned_level.store(l, std::memory_order_release);
+      w->level_switch_pending.store(true, std::memory_order_relaxed);
+      changed = true;
+    }
+    // Parked workers do not see flags: wake them if they were moved, or if a
+    // level with ready work has all its workers parked.
+    bool starving = false;
+    for (unsigned l = 0; l < priority_levels && !starving; ++l) {
+      if (!has_work[l]) continue;
+      bool awake = false;
+      for (auto& w : workers_) {
+        if (w->assigned_level.load(std::memory_order_relaxed) == l &&
+            !w->parked.load(std::memory_order_relaxed))
+          awake = true;
+      }
+      starving = !awake;
+    }
+    if (changed || starving) parking_.wake_all();
+    lock.lock();
+  }
+}
+
+}  // namespace weft::detail
+
+namespace weft::this_task {
+priority current_priority() noexcept {
+  detail::worker* w = detail::this_worker();
+  return priority(w ? w->level : default_priority_level);
+}
+}  // namespace weft::this_task
