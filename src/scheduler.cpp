@@ -58,6 +58,7 @@ scheduler::scheduler(const options& resolved)
     for (unsigned l = 0; l < priority_levels; ++l)
       w->level_active[l].store(shared ? shared : acquire_deque(w.get(), l), std::memory_order_relaxed);
     w->level = default_priority_level;
+    w->tracks_levels = aps_enabled();
     w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
                     std::memory_order_relaxed);
     workers_.push_back(std::move(w));

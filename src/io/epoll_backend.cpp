@@ -166,8 +166,9 @@ class io_thread {
     if (list.empty()) {
       r = attempt_io(op);
       if (r != -EAGAIN) {
+        int fd = op->fd;  // io_complete may free op
+        if (w.in.empty() && w.out.empty() && !w.registered) fds_.erase(fd);
         io_complete(op, r);
-        if (w.in.empty() && w.out.empty() && !w.registered) fds_.erase(op->fd);
         return;
       }
     }
@@ -208,18 +209,22 @@ class io_thread {
   void fail_fd(int fd, long long err) {
     auto it = fds_.find(fd);
     if (it == fds_.end()) return;
+    std::vector<io_operation*> failed;
     for (auto* list : {&it->second.in, &it->second.out}) {
       for (io_operation* o : *list) {
         pending_.erase(o);
-        io_complete(o, err);
+        failed.push_back(o);
       }
       list->clear();
     }
+    // Deregister before completing: a completed task may close fd (and the
+    // number be reused) at once.
     if (it->second.registered) {
       epoll_event ev{};
       ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
     }
     fds_.erase(it);
+    for (io_operation* o : failed) io_complete(o, err);
   }
 
   void on_ready(int fd, std::uint32_t ev) {
@@ -227,9 +232,14 @@ class io_thread {
     if (it == fds_.end()) return;
     fd_waiters& w = it->second;
     bool error = ev & (EPOLLERR | EPOLLHUP);
+    done_.clear();
     if ((ev & EPOLLIN) || error) drain(w.in);
     if ((ev & EPOLLOUT) || error) drain(w.out);
-    if (!update_registration(fd)) fail_fd(fd, -errno);
+    // Update epoll before completing: a completed task may close fd at once.
+    bool ok = update_registration(fd);
+    int err = errno;
+    for (auto [op, r] : done_) io_complete(op, r);
+    if (!ok) fail_fd(fd, -err);
   }
 
   void drain(std::deque<io_operation*>& list) {
@@ -239,9 +249,10 @@ class io_thread {
       if (r == -EAGAIN) return;
       list.pop_front();
       pending_.erase(op);
-      io_complete(op, r);
+      done_.emplace_back(op, r);
     }
   }
+  std::vector<std::pair<io_operation*, long long>> done_;  // on_ready's completions
 
   void cancel_pending(io_operation* op) {
     pending_.erase(op);

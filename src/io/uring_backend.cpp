@@ -195,8 +195,10 @@ class ring {
       long long res = cqe->res;
       ::io_uring_cqe_seen(&ring_, cqe);
       if (op) {
-        if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
+        // Lock before reading op: the submitter wrote it under this mutex,
+        // which is the happens-before edge (the kernel's is invisible to TSan).
         std::lock_guard lock(mutex_);
+        if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
         pending_.erase(op);
         // Start the next queued operation before completing this one: the
         // completion may free `op`, and advance_locked needs its fd/kind.

@@ -99,7 +99,9 @@ class completion {
 
 inline bool completion::add_waiter(waiter* w) noexcept {
   lock_.lock();
-  std::uint32_t b = bits_.load(std::memory_order_relaxed);
+  // acquire: if we see ready_bit we return without waiting, and must then
+  // see the result written before set().
+  std::uint32_t b = bits_.load(std::memory_order_acquire);
   for (;;) {
     if (b & ready_bit) {
       lock_.unlock();

@@ -53,6 +53,9 @@ struct worker_view {
   std::atomic<chase_lev_deque*> level_active[priority_levels] = {};
   // The level this worker runs now. Owner only.
   unsigned level = default_priority_level;
+  // False in priority-oblivious mode, where every task runs at the default
+  // level whatever its priority (run-time inversion checks are then off).
+  bool tracks_levels = true;
   // Set by the APS master when this worker should move to another level; the
   // worker checks it at strand boundaries (spawn, sync, async, get, yield).
   // relaxed: a hint; the assignment itself is read by the slow path.
@@ -121,7 +124,7 @@ inline void check_wait_priority(unsigned awaited) {
 #if WEFT_PRIORITY_CHECKS
   if (awaited >= priority_levels) return;  // unknown (promise, ivar)
   worker_view* w = current_worker();
-  if (w && awaited > w->level) report_priority_inversion(w->level, awaited);
+  if (w && w->tracks_levels && awaited > w->level) report_priority_inversion(w->level, awaited);
 #else
   (void)awaited;
 #endif
