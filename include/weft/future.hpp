@@ -251,6 +251,11 @@ auto launch_async(scheduler* s, F&& f, Args&&... args)
   return launch_async_at(s, -1, std::forward<F>(f), std::forward<Args>(args)...);
 }
 
+// What shared_future<T>::get returns: const T&, or void. (A conditional_t
+// would form `const void&` for T = void, which is ill-formed.)
+template <class T> struct shared_get_result { using type = const T&; };
+template <> struct shared_get_result<void> { using type = void; };
+
 template <class T>
 decltype(auto) get_value(future_state<T>* s) {
   if (s->error()) std::rethrow_exception(s->error());
@@ -376,7 +381,7 @@ class shared_future {
   }
   // Waits, then returns a reference to the value (void for T = void) or
   // rethrows the stored exception. May be called any number of times.
-  std::conditional_t<std::is_void_v<T>, void, const T&> get() const {
+  typename detail::shared_get_result<T>::type get() const {
     check();
     detail::check_wait_priority(state_->level());
     state_->wait();
