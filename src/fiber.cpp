@@ -53,6 +53,15 @@ void fiber_reset(fiber* f, void (*entry)(ctx::transfer_t)) noexcept {
   f->deque = nullptr;
   f->eh_caught = nullptr;
   f->eh_uncaught = 0;
+#ifdef WEFT_TSAN
+  // A recycled fiber restarts from its entry; TSan would otherwise keep the
+  // abandoned frames on its shadow stack, which then grows with every reuse
+  // until TSan's stack depot check fails (found by the benchmarks).
+  if (f->tsan_fiber) {
+    __tsan_destroy_fiber(f->tsan_fiber);
+    f->tsan_fiber = __tsan_create_fiber(0);
+  }
+#endif
 }
 
 ctx::transfer_t fiber_switch(fiber* from, fiber* to, bool from_dies) noexcept {

@@ -67,7 +67,7 @@ runtime::~runtime() {
 }
 
 unsigned runtime::worker_count() const noexcept { return sched_->worker_count(); }
-std::size_t runtime::stack_size() const noexcept { return sched_->config().stack_size; }
+std::size_t runtime::stack_size() const noexcept { return sched_->usable_stack_size(); }
 const options& runtime::configuration() const noexcept { return sched_->config(); }
 runtime::statistics runtime::stats() const noexcept { return sched_->stats(); }
 

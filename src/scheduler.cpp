@@ -265,10 +265,11 @@ void recycle_prev_fiber(worker* w, fiber* prev, void*) noexcept {
 
 // --- deque sets (ProWS: each worker holds a share of the inactive deques) -------
 
-void scheduler::ensure_stealable(deque_record* d) noexcept {
+void scheduler::ensure_stealable(deque_record* d, int preferred) noexcept {
   d->membership.lock();
   if (d->set_owner < 0) {
-    auto v = static_cast<unsigned>(any_thread_random() % workers_.size());
+    auto v = preferred >= 0 ? static_cast<unsigned>(preferred)
+                            : static_cast<unsigned>(any_thread_random() % workers_.size());
     stealable_set& set = workers_[v]->inactive[d->level];
     set.lock.lock();
     d->set_pos = set.deques.size();
@@ -396,7 +397,12 @@ void scheduler::make_resumable(fiber* f) noexcept {
   // its owner for this one push. It synchronised with the suspending worker
   // through the event's registration (lock or CAS), so it sees d's bottom.
   d->push(&f->resume_item);
-  ensure_stealable(d);
+  // Locality: a continuation resumed by one of our workers goes into that
+  // worker's set — it is often about to look for work (it just completed
+  // what the task waited for) and the data is in its cache; idle workers
+  // still steal it. From other threads: a random worker, as ProWS donates.
+  worker* me = this_worker();
+  ensure_stealable(d, me && me->sched == this ? static_cast<int>(me->index) : -1);
   // seq_cst: the waking side of the parking handshake (slow path, full fence).
   full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();

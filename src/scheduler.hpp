@@ -29,6 +29,7 @@ class scheduler {
 
   const options& config() const noexcept { return opts_; }
   unsigned worker_count() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  std::size_t usable_stack_size() const noexcept { return stacks_.usable_size(); }
   runtime::statistics stats() const noexcept;
 
   // --- work submission -----------------------------------------------------
@@ -63,7 +64,8 @@ class scheduler {
   io_backend* io();
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
-  void ensure_stealable(deque_record* d) noexcept;
+  // `preferred` >= 0 names the worker; -1 picks one at random.
+  void ensure_stealable(deque_record* d, int preferred = -1) noexcept;
 
   // --- used by workers --------------------------------------------------------
   static void fiber_main(ctx::transfer_t t) noexcept;  // entry of every fiber

@@ -29,13 +29,20 @@ class ivar {
   ~ivar() { if (full_.is_set()) value().~T(); }
 
   // Writes the value and wakes every reader. Throws ivar_error if the ivar was
-  // already written (the value passed is then discarded).
+  // already written (the value passed is then discarded). If constructing the
+  // value throws, the exception propagates and the ivar stays empty.
   template <class... A>
   void put(A&&... a) {
     // acq_rel: exactly one writer wins; the winner alone constructs the value.
     if (claimed_.exchange(true, std::memory_order_acq_rel))
       throw ivar_error("weft::ivar::put: the ivar is already full");
-    ::new (static_cast<void*>(&storage_)) T(std::forward<A>(a)...);
+    try {
+      ::new (static_cast<void*>(&storage_)) T(std::forward<A>(a)...);
+    } catch (...) {
+      // A put whose value could not be built did not write: stay empty.
+      claimed_.store(false, std::memory_order_release);
+      throw;
+    }
     full_.set();
   }
 
