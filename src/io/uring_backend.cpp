@@ -26,6 +26,12 @@ namespace {
 
 constexpr unsigned ring_entries = 256;
 
+// An SQE's length field is 32 bits: 2^32 would become 0 (a fake end of file).
+// Cap at the kernel's own per-call limit (MAX_RW_COUNT), as read(2) does.
+unsigned clamp_len(std::size_t len) noexcept {
+  return static_cast<unsigned>(std::min<std::size_t>(len, 0x7ffff000));
+}
+
 class ring {
  public:
   ring() {
@@ -98,16 +104,18 @@ class ring {
     io_uring_sqe* sqe = get_sqe_locked();
     switch (op->kind) {
       case io_kind::read:
-        io_uring_prep_read(sqe, op->fd, op->buf, static_cast<unsigned>(std::min<std::size_t>(op->len, 0x7ffff000)), static_cast<__u64>(-1));
+        io_uring_prep_read(sqe, op->fd, op->buf, clamp_len(op->len), static_cast<__u64>(-1));
         break;
       case io_kind::write:
-        io_uring_prep_write(sqe, op->fd, op->buf, static_cast<unsigned>(std::min<std::size_t>(op->len, 0x7ffff000)), static_cast<__u64>(-1));
+        io_uring_prep_write(sqe, op->fd, op->buf, clamp_len(op->len), static_cast<__u64>(-1));
         break;
       case io_kind::recv:
-        io_uring_prep_recv(sqe, op->fd, op->buf, op->len, op->flags);
+        // MSG_WAITALL after a partial try-first attempt: receive the rest.
+        io_uring_prep_recv(sqe, op->fd, static_cast<unsigned char*>(op->buf) + op->transferred,
+                           clamp_len(op->len - op->transferred), op->flags);
         break;
       case io_kind::send:
-        io_uring_prep_send(sqe, op->fd, op->buf, op->len, op->flags | MSG_NOSIGNAL);
+        io_uring_prep_send(sqe, op->fd, op->buf, clamp_len(op->len), op->flags | MSG_NOSIGNAL);
         break;
       case io_kind::accept:
         io_uring_prep_accept(sqe, op->fd, op->addr, op->addrlen, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -199,6 +207,9 @@ class ring {
         // which is the happens-before edge (the kernel's is invisible to TSan).
         std::lock_guard lock(mutex_);
         if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
+        if (op->kind == io_kind::recv && op->transferred > 0)
+          res = res >= 0 ? res + static_cast<long long>(op->transferred)
+                         : static_cast<long long>(op->transferred);  // report the bytes we have
         pending_.erase(op);
         // Start the next queued operation before completing this one: the
         // completion may free `op`, and advance_locked needs its fd/kind.
