@@ -241,6 +241,12 @@ class uring_backend final : public io_backend {
   const char* name() const noexcept override { return "io_uring"; }
 
   void submit(io_operation* op, worker_view* w) override {
+    // A deadline already past (even before the clock's epoch, which the kernel
+    // would reject as a negative time) completes at once.
+    if (op->kind == io_kind::timeout && op->deadline <= std::chrono::steady_clock::now()) {
+      io_complete(op, 0);
+      return;
+    }
     bool regular = false;
     long long r = prepare_io(op, try_first_, &regular);
     if (r < 0) {
