@@ -11,11 +11,20 @@
 
 namespace weft::detail {
 
+void scheduler::request_early_quantum() noexcept {
+  // relaxed: a hint; a lost request costs at most one quantum.
+  if (aps_early_.exchange(true, std::memory_order_relaxed)) return;  // already asked
+  aps_cv_.notify_one();
+}
+
 void scheduler::note_level_spawn(unsigned level) {
-  (void)level;
   if (!aps_enabled()) return;
   // relaxed: the mutex below decides; this is the fast "already running" path.
-  if (aps_running_.load(std::memory_order_relaxed)) return;
+  if (aps_running_.load(std::memory_order_relaxed)) {
+    // Work arrived at a level with no worker: do not wait out the quantum.
+    if (aps_allotted_[level].load(std::memory_order_relaxed) == 0) request_early_quantum();
+    return;
+  }
   std::lock_guard lock(aps_mutex_);
   if (aps_thread_.joinable() || aps_stop_) return;
   aps_running_.store(true, std::memory_order_relaxed);
@@ -65,8 +74,11 @@ void scheduler::aps_master_loop() {
     // Sleep one quantum (longer when nothing has happened for a while, so an
     // idle runtime is not woken 2,000 times a second).
     auto nap = idle_quanta > 20 ? std::chrono::microseconds(10000) : opts_.aps_quantum;
-    aps_cv_.wait_for(lock, nap, [this] { return aps_stop_; });
+    aps_cv_.wait_for(lock, nap, [this] {
+      return aps_stop_ || aps_early_.load(std::memory_order_relaxed);
+    });
     if (aps_stop_) return;
+    aps_early_.store(false, std::memory_order_relaxed);
     lock.unlock();
 
     const std::uint64_t now = now_ns();
@@ -104,8 +116,15 @@ void scheduler::aps_master_loop() {
 
     bool anything = false;
     std::vector<bool> has_work(priority_levels, false);
+    for (unsigned l = 0; l < priority_levels; ++l) has_work[l] = level_has_ready_work(l);
+    // A task stolen between the span reads above and the ready check would be
+    // seen neither running nor ready: read the spans once more.
+    for (unsigned i = 0; i < P; ++i) {
+      std::uint64_t sp = workers_[i]->span.load(std::memory_order_acquire);
+      if (sp) running_at[sp & 7] = true;
+    }
     for (unsigned l = 0; l < priority_levels; ++l) {
-      has_work[l] = running_at[l] || level_has_ready_work(l);
+      has_work[l] = has_work[l] || running_at[l];
       anything = anything || has_work[l];
       aps::level_quantum q;
       q.has_ready_work = has_work[l];
@@ -118,6 +137,8 @@ void scheduler::aps_master_loop() {
     }
     idle_quanta = anything ? 0 : idle_quanta + 1;
     allot = aps::allocate(desire, has_work, P, default_priority_level);
+    for (unsigned l = 0; l < priority_levels; ++l)
+      aps_allotted_[l].store(allot[l], std::memory_order_relaxed);
 
     // Assign workers: keep each where it is if its level keeps a seat.
     std::vector<unsigned> seats = allot;

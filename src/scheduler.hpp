@@ -121,6 +121,15 @@ class scheduler {
   std::thread aps_thread_;             // guarded by aps_mutex_ until started
   bool aps_stop_ = false;              // guarded by aps_mutex_
   std::atomic<bool> aps_running_{false};
+  // Workers allotted to each level in the current quantum (master writes,
+  // relaxed; read as a hint to request an early quantum).
+  std::atomic<unsigned> aps_allotted_[priority_levels] = {};
+  // Set when a worker or a spawn asks for an early quantum (relaxed hint).
+  std::atomic<bool> aps_early_{false};
+ public:
+  // Asks the master for an early quantum (rate-limited by the flag).
+  void request_early_quantum() noexcept;
+ private:
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
   // Pools of fibers and deques shared by the workers (each worker also keeps a

@@ -169,6 +169,9 @@ work_item* scheduler::find_work(worker* w) {
         for (int i = 0; i < 32; ++i) _mm_pause();
       }
     }
+    // APS: our level ran dry; let the master move us without waiting out the
+    // quantum.
+    if (aps_running_.load(std::memory_order_relaxed)) request_early_quantum();
     w->parks.add();
     // relaxed: a hint for the APS master (it wakes parked workers whose level
     // has work; a stale value costs one spurious wake-up or one quantum).
