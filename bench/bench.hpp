@@ -1,0 +1,115 @@
+// weft-bench — what the benchmark files share: the run configuration, the
+// result table, the watchdog, and the entry point of each benchmark.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace weft_bench {
+
+struct config {
+  bool quick = false;
+  int reps = 5;    // timed repetitions per figure; the median is reported
+  int warmup = 1;  // untimed repetitions before them
+  std::vector<unsigned> workers{1, 2};
+  std::string self_exe = "/proc/self/exe";  // re-executed for memory children
+  std::vector<std::string> only;            // empty: every section
+  bool wants(const std::string& section) const;
+};
+
+// Goal direction of a row: none, value >= goal, or value <= goal.
+enum class goal_kind { none, at_least, at_most };
+
+// One line of the result table (and one object of the JSON output).
+struct row {
+  std::string section;  // fib, spawn, pingpong, memory
+  std::string name;     // what was measured
+  std::string params;   // n, workers, counts
+  double value = NAN;   // median; NaN when not measured (see note)
+  std::string unit;
+  std::vector<double> samples;  // every repetition, in `unit`
+  std::string note;             // "n/a (oneTBB not found)", errors, remarks
+  goal_kind goal = goal_kind::none;
+  double goal_value = 0;
+  bool failed = false;  // wrong result, crash or hang: exit status is non-zero
+  bool higher_is_better = false;  // picks the "best" column: max instead of min
+
+  bool has_value() const { return !std::isnan(value); }
+  bool goal_met() const {
+    return goal == goal_kind::at_least ? value >= goal_value : value <= goal_value;
+  }
+};
+
+// A measured row (not yet added): value is the median of the samples.
+row make_row(std::string section, std::string name, std::string params,
+             std::vector<double> samples, std::string unit);
+
+// Collects rows and prints each one as soon as it is added, so that a run
+// that hangs or is cut short still shows what it measured.
+class report {
+ public:
+  void print_header(const config& cfg);
+  void add(row r);
+  // A row that could not be measured (missing dependency, error).
+  void add_missing(std::string section, std::string name, std::string params, std::string note,
+                   bool failed = false);
+  // A ratio of two earlier rows' medians, with an optional goal. Missing when
+  // either input is missing.
+  void add_ratio(std::string section, std::string name, std::string params, const row* num,
+                 const row* den, goal_kind goal = goal_kind::none, double goal_value = 0,
+                 std::string note = {});
+  // The row most recently added with this section/name/params, or nullptr.
+  // The pointer stays valid for the report's lifetime.
+  const row* find(const std::string& section, const std::string& name,
+                  const std::string& params) const;
+  void print_footer() const;
+  bool write_json(const std::string& path, const config& cfg) const;
+  bool any_failed() const;
+
+ private:
+  void print_row(const row& r) const;
+  std::deque<row> rows_;  // deque: pointers from find() survive later add()s
+  std::string load_at_start_;
+};
+
+// Aborts the process with a diagnostic if a measurement runs far past its
+// budget (weft hang): CI then fails with a message instead of timing out.
+class watchdog_scope {
+ public:
+  watchdog_scope(std::string what, std::chrono::seconds limit);
+  ~watchdog_scope();
+  watchdog_scope(const watchdog_scope&) = delete;
+  watchdog_scope& operator=(const watchdog_scope&) = delete;
+};
+
+// Machine facts for the header and the JSON.
+std::string compiler_string();
+std::string build_type_string();
+std::string cpu_model();
+unsigned online_cpus();
+std::string load_average();
+
+std::string workers_param(unsigned w);  // "1 worker" / "2 workers"
+
+// The benchmarks, one per file.
+void run_fib(const config& cfg, report& rep);
+void run_spawn(const config& cfg, report& rep);
+void run_pingpong(const config& cfg, report& rep);
+void run_memory(const config& cfg, report& rep);
+void run_priority(const config& cfg, report& rep);
+void run_io(const config& cfg, report& rep);  // io.cpp: latency-hiding I/O
+
+// Hidden entry point of the memory children (`weft-bench --child KIND`).
+int memory_child(const std::string& kind, unsigned workers);
+
+// fib with weft futures; shared with the memory child. Must run inside a task.
+long fib_weft_futures(int n);
+// Number of calls of the doubly recursive fib(n): 2*fib(n+1) - 1.
+long fib_calls(int n);
+long fib_reference(int n);  // iterative, for checking results
+
+}  // namespace weft_bench
