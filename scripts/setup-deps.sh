@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages weft needs to build, test and benchmark.
+#
+#   scripts/setup-deps.sh
+#
+# Quick no-op when everything is already installed (checked with dpkg). Missing
+# packages are installed with apt-get when running as root, or through sudo
+# when it is available; otherwise the script prints what is missing and the
+# command that installs it, and exits with status 1.
+# Needs CMake >= 3.25 and a C++20 compiler: Debian 12 or Ubuntu 24.04 or newer.
+set -euo pipefail
+
+packages=(cmake ninja-build g++ libboost-context-dev libgtest-dev libtbb-dev
+          libbenchmark-dev liburing-dev pkg-config)
+
+log() { printf '[setup-deps] %s\n' "$*"; }
+
+installed() {
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  log "this script supports Debian/Ubuntu (dpkg/apt) only; install by hand:"
+  log "  ${packages[*]}"
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  install_cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [[ "$(id -u)" == 0 ]]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1 && { sudo -n true 2>/dev/null || [[ -t 0 ]]; }; then
+    sudo=(sudo)
+  else
+    log "missing packages: ${missing[*]}"
+    log "install them as root with:"
+    log "  sudo sh -c '$install_cmd'"
+    exit 1
+  fi
+  log "installing: ${missing[*]}"
+  "${sudo[@]+"${sudo[@]}"}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]+"${sudo[@]}"}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  for p in "${missing[@]}"; do
+    installed "$p" || { log "FAIL: $p is still not installed"; exit 1; }
+  done
+fi
+
+# Older releases ship a CMake that cannot configure this project.
+cmake_version="$(cmake --version | sed -n '1s/^cmake version \([0-9][0-9.]*\).*/\1/p')"
+if ! printf '3.25\n%s\n' "$cmake_version" | sort -V -C; then
+  log "CMake $cmake_version is too old: weft needs >= 3.25 (Debian 12 / Ubuntu 24.04"
+  log "have it; elsewhere use 'pip install cmake' or the Kitware apt repository)"
+  exit 1
+fi
+log "all dependencies present (cmake $cmake_version, $(g++ -dumpfullversion 2>/dev/null | sed 's/^/g++ /'))"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds weft (release preset) and runs every test: the unit and stress tests
+# and the examples (all registered with ctest), then the install check
+# (find_package(weft) from a temporary install prefix).
+#
+#   scripts/test.sh [extra ctest arguments]
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+scripts/setup-deps.sh
+
+# The README's usage example must be examples/hello.cpp, verbatim.
+if ! diff -u <(sed -n '/^```cpp$/,/^```$/{/^```/d;p}' README.md | sed -n '1,/^}$/p') \
+             examples/hello.cpp; then
+  echo "[test] README.md's code example differs from examples/hello.cpp" >&2
+  exit 1
+fi
+
+cmake --preset release
+cmake --build --preset release
+# Tests and examples (ctest -L example runs the examples alone).
+ctest --preset release --output-on-failure "$@"
+scripts/check-install.sh build/release
+echo "[test] all tests, examples and the install check passed"

@@ -1,0 +1,404 @@
+// weft::runtime: run(), async from outside, configuration, lifetime.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <type_traits>
+#include <vector>
+
+#include "test_util.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+using namespace weft_test;
+using namespace std::chrono_literals;
+
+struct test_error : std::runtime_error {
+  explicit test_error(int c) : std::runtime_error("test_error " + std::to_string(c)), code(c) {}
+  int code;
+};
+
+class RuntimeTest : public Workers {};
+WEFT_INSTANTIATE_WORKERS(RuntimeTest);
+
+TEST_P(RuntimeTest, ReportsConfiguredWorkerCount) {
+  weft::runtime rt(options());
+  EXPECT_EQ(rt.worker_count(), workers());
+  EXPECT_EQ(rt.configuration().workers, workers());
+}
+
+TEST_P(RuntimeTest, RunReturnsValue) {
+  weft::runtime rt(options());
+  static_assert(std::is_same_v<decltype(rt.run([] { return 42; })), int>);
+  EXPECT_EQ(rt.run([] { return 42; }), 42);
+  EXPECT_EQ(rt.run([] { return std::string("weft"); }), "weft");
+}
+
+TEST_P(RuntimeTest, RunReturnsMoveOnlyValue) {
+  weft::runtime rt(options());
+  std::unique_ptr<int> p = rt.run([] { return std::make_unique<int>(7); });
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(*p, 7);
+}
+
+TEST_P(RuntimeTest, RunVoid) {
+  weft::runtime rt(options());
+  int side_effect = 0;
+  static_assert(std::is_void_v<decltype(rt.run([] {}))>);
+  rt.run([&] { side_effect = 5; });
+  EXPECT_EQ(side_effect, 5);
+}
+
+TEST_P(RuntimeTest, RunExecutesOnAWorker) {
+  weft::runtime rt(options());
+  int id = rt.run([] { return weft::this_task::worker_id(); });
+  EXPECT_GE(id, 0);
+  EXPECT_LT(id, static_cast<int>(workers()));
+  EXPECT_EQ(weft::this_task::worker_id(), -1);
+}
+
+TEST_P(RuntimeTest, RunRethrowsException) {
+  weft::runtime rt(options());
+  try {
+    rt.run([]() -> int { throw test_error(17); });
+    FAIL() << "run() did not rethrow";
+  } catch (const test_error& e) {
+    EXPECT_EQ(e.code, 17);
+  }
+  // Non-std exception types travel too.
+  EXPECT_THROW(rt.run([] { throw 3; }), int);
+  // The runtime remains usable after a failed run.
+  EXPECT_EQ(rt.run([] { return 1; }), 1);
+}
+
+TEST_P(RuntimeTest, RunManyTimesOnOneRuntime) {
+  weft::runtime rt(options());
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(rt.run([i] { return i * 2; }), i * 2);
+}
+
+TEST_P(RuntimeTest, SeveralRuntimesOneAfterAnother) {
+  for (int i = 0; i < 20; ++i) {
+    weft::runtime rt(options());
+    int r = rt.run([i] {
+      auto [a, b] = weft::fork_join([i] { return i; }, [i] { return i + 1; });
+      return a + b;
+    });
+    ASSERT_EQ(r, 2 * i + 1) << "runtime #" << i;
+  }
+}
+
+TEST_P(RuntimeTest, TwoRuntimesAlive) {
+  weft::runtime a(options());
+  weft::runtime b(make_options(2));
+  EXPECT_EQ(a.run([] { return 1; }) + b.run([] { return 2; }), 3);
+}
+
+// run() from a task of another runtime submits to that runtime and suspends the
+// calling task until the result is ready.
+TEST_P(RuntimeTest, RunOnOtherRuntimeFromInsideTask) {
+  weft::runtime a(options());
+  weft::runtime b(make_options(2));
+  int r = a.run([&] {
+    int inner = b.run([] { return weft::this_task::worker_id() >= 0 ? 40 : -1000; });
+    return inner + 2;
+  });
+  EXPECT_EQ(r, 42);
+}
+
+// A callable that counts how often it is copied or moved: run() from inside a
+// task must call f in place ("simply calls f() in that task"), not submit a
+// decay-copied task.
+struct counting_callable {
+  std::atomic<int>* copies;
+  explicit counting_callable(std::atomic<int>* c) : copies(c) {}
+  counting_callable(const counting_callable& o) : copies(o.copies) { ++*copies; }
+  counting_callable(counting_callable&& o) noexcept : copies(o.copies) { ++*copies; }
+  int operator()() const { return weft::this_task::worker_id(); }
+};
+
+TEST_P(RuntimeTest, RunFromInsideTaskCallsInline) {
+  weft::runtime rt(options());
+  std::atomic<int> copies{0};
+  rt.run([&] {
+    counting_callable f(&copies);
+    int before = copies.load();
+    auto tid = std::this_thread::get_id();
+    int wid = weft::this_task::worker_id();
+    int got = rt.run(f);  // lvalue: an inline call copies nothing
+    EXPECT_EQ(copies.load(), before) << "nested run() copied the callable: not inline";
+    EXPECT_EQ(got, wid);
+    EXPECT_EQ(std::this_thread::get_id(), tid);
+    // A nested run returning a value and rethrowing still works.
+    EXPECT_EQ(rt.run([] { return 9; }), 9);
+    EXPECT_THROW(rt.run([]() -> int { throw test_error(1); }), test_error);
+  });
+}
+
+TEST_P(RuntimeTest, AsyncFromOutsideWithArguments) {
+  weft::runtime rt(options());
+  std::string s = "abc";
+  auto f = rt.async([](std::string x, int n) { return x + std::to_string(n); }, s, 5);
+  s = "mutated";  // arguments are decay-copied at the call
+  EXPECT_EQ(f.get(), "abc5");
+  auto g = rt.async([](std::unique_ptr<int> p) { return *p + 1; }, std::make_unique<int>(41));
+  EXPECT_EQ(g.get(), 42);
+}
+
+TEST_P(RuntimeTest, RuntimeAsyncFromInsideOwnTask) {
+  weft::runtime rt(options());
+  int r = rt.run([&] {
+    auto a = rt.async([](int x) { return x * 2; }, 20);
+    auto b = rt.async([&] { return rt.async([] { return 2; }).get(); });
+    return a.get() + b.get();
+  });
+  EXPECT_EQ(r, 42);
+}
+
+TEST_P(RuntimeTest, ManyConcurrentAsyncsFromOutside) {
+  weft::runtime rt(options());
+  std::vector<weft::future<int>> fs;
+  for (int i = 0; i < 1000; ++i) fs.push_back(rt.async([i] { return i * i; }));
+  long long sum = 0, expect = 0;
+  for (int i = 0; i < 1000; ++i) {
+    sum += fs[static_cast<std::size_t>(i)].get();
+    expect += static_cast<long long>(i) * i;
+  }
+  EXPECT_EQ(sum, expect);
+}
+
+TEST_P(RuntimeTest, AsyncFromSeveralExternalThreads) {
+  weft::runtime rt(options());
+  constexpr int kThreads = 4, kPerThread = 200;
+  std::atomic<long> total{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      long local = 0;
+      for (int i = 0; i < kPerThread; ++i) local += rt.async([t, i] { return t * 1000 + i; }).get();
+      total += local;
+    });
+  }
+  for (auto& t : ts) t.join();
+  long expect = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kPerThread; ++i) expect += t * 1000 + i;
+  EXPECT_EQ(total.load(), expect);
+}
+
+// The destructor waits for detached asyncs, including ones that suspend.
+TEST_P(RuntimeTest, DestructorWaitsForDetachedAsyncs) {
+  std::atomic<int> done{0};
+  {
+    weft::runtime rt(options());
+    for (int i = 0; i < 50; ++i) {
+      (void)rt.async([&done] {
+        weft::this_task::sleep_for(5ms);
+        weft::this_task::yield();
+        done.fetch_add(1);
+      });
+    }
+  }
+  EXPECT_EQ(done.load(), 50);
+}
+
+// The issue's scenario: A blocks on a promise that B, started after A, fulfils
+// after a sleep; the runtime is destroyed without waiting on any future. The
+// destructor must wait for both and return.
+TEST_P(RuntimeTest, DestroyedWhileTaskBlockedOnLaterTask) {
+  std::atomic<bool> a_started{false}, a_done{false}, b_done{false};
+  std::atomic<int> a_value{0};
+  {
+    weft::runtime rt(options());
+    weft::promise<int> p;
+    weft::future<int> fut = p.get_future();
+    (void)rt.async([&, f = std::move(fut)]() mutable {
+      a_started = true;
+      a_value = f.get();
+      a_done = true;
+    });
+    (void)rt.async([&, p = std::move(p)]() mutable {
+      weft::this_task::sleep_for(50ms);
+      p.set_value(99);
+      b_done = true;
+    });
+  }  // ~runtime
+  EXPECT_TRUE(a_started.load());
+  EXPECT_TRUE(a_done.load());
+  EXPECT_TRUE(b_done.load());
+  EXPECT_EQ(a_value.load(), 99);
+}
+
+// Same, with nested blocking inside the runtime: a chain of tasks each waiting
+// for the next, fulfilled in reverse from the last one.
+TEST_P(RuntimeTest, DestroyedWithChainOfBlockedTasks) {
+  constexpr int kChain = 64;
+  std::atomic<int> finished{0};
+  {
+    weft::runtime rt(options());
+    auto ivs = std::make_shared<std::vector<weft::ivar<int>>>(kChain + 1);
+    for (int i = 0; i < kChain; ++i) {
+      (void)rt.async([ivs, i, &finished] {
+        int v = (*ivs)[static_cast<std::size_t>(i + 1)].get();
+        (*ivs)[static_cast<std::size_t>(i)].put(v + 1);
+        finished.fetch_add(1);
+      });
+    }
+    (void)rt.async([ivs] { (*ivs)[kChain].put(0); });
+  }
+  EXPECT_EQ(finished.load(), kChain);
+}
+
+TEST(RuntimeOptions, DefaultStackSize) {
+  weft::runtime rt(make_options(1));
+  std::size_t expect = sanitizer_build ? 4u << 20 : 1u << 20;
+  EXPECT_EQ(rt.stack_size(), expect);
+}
+
+TEST(RuntimeOptions, StackSizeRoundedUpToPages) {
+  weft::runtime rt(make_options(1, 100000));
+  long page = sysconf(_SC_PAGESIZE);
+  ASSERT_GT(page, 0);
+  EXPECT_GE(rt.stack_size(), 100000u);
+  EXPECT_EQ(rt.stack_size() % static_cast<std::size_t>(page), 0u);
+  EXPECT_LT(rt.stack_size(), 100000u + static_cast<std::size_t>(page));
+  // And tasks run (and block) on it.
+  int r = rt.run([] {
+    weft::promise<int> p;
+    auto f = p.get_future();
+    auto a = weft::async([&] { return f.get(); });
+    p.set_value(3);
+    return a.get();
+  });
+  EXPECT_EQ(r, 3);
+}
+
+TEST(RuntimeOptions, ZeroWorkersUsesEnvironment) {
+  scoped_env env("WEFT_WORKERS", "3");
+  weft::runtime rt(make_options(0));
+  EXPECT_EQ(rt.worker_count(), 3u);
+  std::vector<int> ids = rt.run([] {
+    std::vector<int> v(64);
+    weft::parallel_for(0, 64, 1, [&](int i) { v[static_cast<std::size_t>(i)] = weft::this_task::worker_id(); });
+    return v;
+  });
+  for (int id : ids) {
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, 3);
+  }
+}
+
+TEST(RuntimeOptions, DefaultConstructorUsesEnvironment) {
+  scoped_env env("WEFT_WORKERS", "2");
+  weft::runtime rt;
+  EXPECT_EQ(rt.worker_count(), 2u);
+}
+
+TEST(RuntimeOptions, EnvironmentMayOversubscribe) {
+  scoped_env env("WEFT_WORKERS", "12");
+  weft::runtime rt;
+  EXPECT_EQ(rt.worker_count(), 12u);
+}
+
+TEST(RuntimeOptions, UnsetEnvironmentUsesHardwareConcurrency) {
+  scoped_env env("WEFT_WORKERS", nullptr);
+  weft::runtime rt;
+  unsigned hc = std::thread::hardware_concurrency();
+  EXPECT_EQ(rt.worker_count(), hc == 0 ? 1u : hc);
+}
+
+TEST(RuntimeOptions, ExplicitWorkersOverrideEnvironment) {
+  scoped_env env("WEFT_WORKERS", "3");
+  weft::runtime rt(make_options(2));
+  EXPECT_EQ(rt.worker_count(), 2u);
+}
+
+TEST(RuntimeOptions, ExplicitWorkersIgnoreBadEnvironment) {
+  scoped_env env("WEFT_WORKERS", "abc");
+  EXPECT_NO_THROW({
+    weft::runtime rt(make_options(2));
+    EXPECT_EQ(rt.worker_count(), 2u);
+  });
+}
+
+class BadWorkersEnv : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BadWorkersEnv, ThrowsConfigurationError) {
+  scoped_env env("WEFT_WORKERS", GetParam());
+  try {
+    weft::runtime rt;
+    FAIL() << "WEFT_WORKERS='" << GetParam() << "' accepted, worker_count()="
+           << rt.worker_count();
+  } catch (const weft::configuration_error& e) {
+    EXPECT_NE(std::string(e.what()).find("WEFT_WORKERS"), std::string::npos)
+        << "message should name the variable: " << e.what();
+  }
+  // configuration_error is an invalid_argument.
+  EXPECT_THROW(weft::runtime{}, std::invalid_argument);
+}
+
+std::string bad_env_name(const ::testing::TestParamInfo<const char*>& i) {
+  static const char* const names[] = {"letters", "negative", "trailing_garbage", "fraction",
+                                      "overflow"};
+  return names[i.index];
+}
+
+INSTANTIATE_TEST_SUITE_P(Values, BadWorkersEnv,
+                         ::testing::Values("abc", "-1", "3x", "1.5", "99999999999999999999999"),
+                         bad_env_name);
+
+// task_group, fork_join, async, parallel_for and parallel_reduce need a task.
+TEST(OutsideRuntime, ConstructsThrowLogicError) {
+  EXPECT_THROW({ weft::task_group g; }, std::logic_error);
+  EXPECT_THROW((void)weft::fork_join([] { return 1; }, [] { return 2; }), std::logic_error);
+  EXPECT_THROW((void)weft::async([] { return 1; }), std::logic_error);
+  EXPECT_THROW(weft::parallel_for(0, 10, 1, [](int) {}), std::logic_error);
+  EXPECT_THROW(weft::parallel_for(0, 10, [](int) {}), std::logic_error);
+  EXPECT_THROW((void)weft::parallel_reduce(0, 10, 1, 0, [](int i) { return i; }, std::plus<>{}),
+               std::logic_error);
+  EXPECT_THROW((void)weft::parallel_reduce(0, 10, 0, [](int i) { return i; }, std::plus<>{}),
+               std::logic_error);
+  // The same from a plain thread while a runtime exists.
+  weft::runtime rt(make_options(2));
+  std::atomic<int> thrown{0};
+  std::thread t([&] {
+    try { weft::task_group g; } catch (const std::logic_error&) { ++thrown; }
+    try { (void)weft::async([] {}); } catch (const std::logic_error&) { ++thrown; }
+    try { (void)weft::fork_join([] {}, [] {}); } catch (const std::logic_error&) { ++thrown; }
+  });
+  t.join();
+  EXPECT_EQ(thrown.load(), 3);
+}
+
+TEST(OutsideRuntime, LogicErrorMessageNamesTheOperation) {
+  try {
+    (void)weft::async([] {});
+    FAIL();
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("weft::async"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeStats, CountersAreMonotonicAndPlausible) {
+  // One worker: f blocks before g can run, so a suspension is certain.
+  weft::runtime rt(make_options(1));
+  auto s0 = rt.stats();
+  rt.run([] {
+    weft::promise<int> p;
+    auto f = p.get_future();
+    auto [a, b] = weft::fork_join([&] { return f.get(); }, [&] { p.set_value(1); return 0; });
+    EXPECT_EQ(a + b, 1);
+  });
+  auto s1 = rt.stats();
+  EXPECT_GE(s1.fibers_created, s0.fibers_created);
+  EXPECT_GE(s1.fibers_suspended, s0.fibers_suspended + 1) << "f.get() on an unset promise must suspend";
+  EXPECT_GE(s1.steals, s0.steals);
+  EXPECT_GE(s1.parks, s0.parks);
+  EXPECT_GE(s1.fibers_created, 1u);
+}
+
+}  // namespace
