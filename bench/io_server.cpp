@@ -242,6 +242,18 @@ double run_clients(const sockaddr_in& addr, int clients, long per_client, std::i
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
+// After a failed load run: connects and closes `n` sockets, so that a server
+// still waiting in accept gets its connections (each sees the end of stream
+// at once) and returns instead of hanging.
+void release_server(const sockaddr_in& addr, int n) {
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    (void)::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    ::close(fd);
+  }
+}
+
 struct workload {
   const char* label;
   std::int32_t n;
@@ -322,6 +334,7 @@ void run_io_server(const config& cfg, report& rep) {
             try {
               seconds = run_clients(l->addr, C, per_client, n, right);
             } catch (...) {
+              release_server(l->addr, C);
               try {
                 f.get();
               } catch (...) {
@@ -342,6 +355,7 @@ void run_io_server(const config& cfg, report& rep) {
             try {
               seconds = run_clients(l->addr, C, per_client, n, right);
             } catch (...) {
+              release_server(l->addr, C);
               acceptor.join();
               throw;
             }
