@@ -140,26 +140,69 @@ void scheduler::aps_master_loop() {
     for (unsigned l = 0; l < priority_levels; ++l)
       aps_allotted_[l].store(allot[l], std::memory_order_relaxed);
 
-    // Assign workers: keep each where it is if its level keeps a seat.
-    std::vector<unsigned> seats = allot;
-    std::vector<worker*> movers;
+    // Assign workers to seats. A worker in the middle of a strand can only move
+    // at its next strand boundary, so: workers running a task keep a seat at
+    // their level first, the longest-running strand first (it is the least
+    // likely to reach a boundary soon); then the rest, idle workers before
+    // working ones and recent strands before old ones, fill what is left.
+    struct candidate {
+      worker* w;
+      bool working;
+      unsigned level;        // running level, or the assigned one when idle
+      std::uint64_t since;   // span start (working only)
+    };
+    std::vector<candidate> cands;
+    cands.reserve(P);
     for (unsigned i = 0; i < P; ++i) {
       worker* w = workers_[i].get();
-      unsigned cur = w->assigned_level.load(std::memory_order_relaxed);
-      if (seats[cur] > 0) {
-        --seats[cur];
-      } else {
-        movers.push_back(w);
+      // acquire: pairs with begin_span's release store.
+      std::uint64_t sp = w->span.load(std::memory_order_acquire);
+      if (sp) cands.push_back({w, true, static_cast<unsigned>(sp & 7), sp >> 4});
+      else cands.push_back({w, false, w->assigned_level.load(std::memory_order_relaxed), 0});
+    }
+    std::vector<unsigned> seats = allot;
+    std::vector<int> target(P, -1);
+    std::vector<std::size_t> order(P);
+    for (std::size_t i = 0; i < P; ++i) order[i] = i;
+    // Pass 1: running strands keep their level, oldest first.
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (cands[a].working != cands[b].working) return cands[a].working;
+      return cands[a].since < cands[b].since;
+    });
+    for (std::size_t k : order) {
+      if (!cands[k].working) continue;
+      if (seats[cands[k].level] > 0) {
+        --seats[cands[k].level];
+        target[k] = static_cast<int>(cands[k].level);
       }
     }
-    bool changed = false;
-    for (worker* w : movers) {
+    // Pass 2: idle workers keep their assigned level if it has a seat.
+    for (std::size_t k = 0; k < P; ++k) {
+      if (cands[k].working || seats[cands[k].level] == 0) continue;
+      --seats[cands[k].level];
+      target[k] = static_cast<int>(cands[k].level);
+    }
+    // Pass 3: everyone else moves: idle first, then the most recent strands.
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (cands[a].working != cands[b].working) return !cands[a].working;
+      return cands[a].since > cands[b].since;
+    });
+    for (std::size_t k : order) {
+      if (target[k] >= 0) continue;
       unsigned l = 0;
       while (l < priority_levels && seats[l] == 0) ++l;
       if (l == priority_levels) l = default_priority_level;  // cannot happen: sum(allot) == P
       else --seats[l];
+      target[k] = static_cast<int>(l);
+    }
+    bool changed = false;
+    for (std::size_t k = 0; k < P; ++k) {
+      worker* w = cands[k].w;
+      auto t = static_cast<unsigned>(target[k]);
+      unsigned prev = w->assigned_level.load(std::memory_order_relaxed);
+      if (t == prev) continue;
       // release: the worker reads the new level with acquire after the flag.
-      w->assigned_level.store(l, std::memory_order_release);
+      w->assigned_level.store(t, std::memory_order_release);
       w->level_switch_pending.store(true, std::memory_order_relaxed);
       changed = true;
     }

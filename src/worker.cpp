@@ -150,9 +150,11 @@ work_item* scheduler::find_work(worker* w) {
       adopt_assigned_level(w);
       const unsigned level = w->level;
       work_item* found = w->active.load(std::memory_order_relaxed)->pop();
+      // Work from outside the runtime first: the resumed list below may be
+      // refilled forever by tasks that keep yielding.
+      if (!found) found = take_injected(level);
       // Parsimonious policy: the worker's own resumed tasks come before stealing.
       if (!found && parsimonious_) found = take_resumed(w->resumed[level]);
-      if (!found) found = take_injected(level);
       if (!found && try_steal(w, found)) {
         // More work may be waiting: let a parked worker help (work spreads
         // one wake-up per successful steal, like a wave).

@@ -57,7 +57,14 @@ class task_group {
   // Waits for every child spawned so far; rethrows the first child exception.
   // The group may be reused afterwards.
   void sync() {
+    // A sync on a less urgent child is reported (WEFT_PRIORITY_CHECKS) only
+    // after the join: the group must never be left with children running.
+    int inverted = least_urgent_child_ >= 0
+                       ? detail::inverted_waiter_level(static_cast<unsigned>(least_urgent_child_))
+                       : -1;
+    unsigned awaited = static_cast<unsigned>(least_urgent_child_);
     join();
+    if (inverted >= 0) detail::report_priority_inversion(static_cast<unsigned>(inverted), awaited);
     if (error_) std::rethrow_exception(take_error());
   }
 
@@ -98,7 +105,6 @@ class task_group {
   };
 
   void join() {
-    if (least_urgent_child_ >= 0) detail::check_wait_priority(static_cast<unsigned>(least_urgent_child_));
     // Run our own unstolen children, newest first: they are at the bottom of
     // the current deque (deeper frames joined theirs before returning to us).
     // Each iteration re-reads the worker: a child run inline may suspend and
@@ -118,6 +124,7 @@ class task_group {
     all_done_.reset();
     // relaxed: no child is outstanding, nobody else touches the counter.
     outstanding_.store(1, std::memory_order_relaxed);
+    least_urgent_child_ = -1;
   }
 
   void child_done() noexcept {

@@ -120,6 +120,19 @@ inline void push_task_at(worker_view* w, int level, work_item* item) {
 // Run-time priority check (builds with WEFT_PRIORITY_CHECKS): throws
 // weft::priority_inversion if the calling task is more urgent than `awaited`.
 [[noreturn]] void report_priority_inversion(unsigned waiter, unsigned awaited);
+// The calling task's level if waiting on `awaited` would be an inversion (in
+// builds with WEFT_PRIORITY_CHECKS), else -1.
+inline int inverted_waiter_level(unsigned awaited) {
+#if WEFT_PRIORITY_CHECKS
+  if (awaited >= priority_levels) return -1;
+  worker_view* w = current_worker();
+  if (w && w->tracks_levels && awaited > w->level) return static_cast<int>(w->level);
+#else
+  (void)awaited;
+#endif
+  return -1;
+}
+
 inline void check_wait_priority(unsigned awaited) {
 #if WEFT_PRIORITY_CHECKS
   if (awaited >= priority_levels) return;  // unknown (promise, ivar)
