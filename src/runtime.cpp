@@ -49,6 +49,15 @@ options resolve(options o) {
     throw configuration_error("weft::options::stack_size must be between 16 KiB and 1 GiB, not " +
                               std::to_string(o.stack_size) + " bytes");
   }
+  if (o.aps_quantum < std::chrono::microseconds(10) || o.aps_quantum > std::chrono::seconds(10)) {
+    throw configuration_error("weft::options::aps_quantum must be between 10 us and 10 s");
+  }
+  if (!(o.aps_efficiency > 0.0 && o.aps_efficiency <= 1.0)) {
+    throw configuration_error("weft::options::aps_efficiency (delta) must be in (0, 1]");
+  }
+  if (!(o.aps_responsiveness >= 1.0 && o.aps_responsiveness <= 16.0)) {
+    throw configuration_error("weft::options::aps_responsiveness (rho) must be in [1, 16]");
+  }
   return o;
 }
 

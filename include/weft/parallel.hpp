@@ -82,6 +82,10 @@ void parallel_for(I lo, I hi, const Body& body) {
 template <class I, class Body>
   requires std::is_integral_v<I>
 void parallel_for(I lo, I hi, const Body& body, priority p) {
+  detail::check_range(lo, hi, I{1}, "weft::parallel_for");
+  // Check before launching: a rejected wait must not leave a task running
+  // with references to this frame.
+  detail::check_wait_priority(p.level());
   detail::launch_async_at(nullptr, static_cast<int>(p.level()),
                           [&] { parallel_for(lo, hi, body); }).get();
 }

@@ -109,10 +109,17 @@ class task_group {
     // the current deque (deeper frames joined theirs before returning to us).
     // Each iteration re-reads the worker: a child run inline may suspend and
     // bring us back on another one.
+    // Claim the bottom item before reading it: a peeked item may be stolen,
+    // run and freed by a thief at any moment. Not ours: put it back (we are
+    // the owner, and thieves never saw it missing from the top).
     for (;;) {
       detail::chase_lev_deque* d = detail::current_worker()->active.load(std::memory_order_relaxed);
-      detail::work_item* item = d->peek_bottom();
-      if (!item || item->tag != this || !d->pop_if(item)) break;
+      detail::work_item* item = d->pop();
+      if (!item) break;
+      if (item->tag != this) {
+        d->push(item);
+        break;
+      }
       item->execute(item);
     }
     // Drop the parent's bias; whoever brings the count to zero is last.

@@ -69,6 +69,15 @@ long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file
   if (op->kind == io_kind::connect && !op->peer) return -EINVAL;
   int fl = ::fcntl(op->fd, F_GETFL);
   if (fl < 0) return -errno;  // EBADF for a closed descriptor
+  // Wrong direction (reading a write-only descriptor such as a pipe's write
+  // end, or the reverse) is EBADF, as the system call says — and it must be
+  // said now: such a descriptor never becomes ready for the other direction.
+  const int access = fl & O_ACCMODE;
+  const io_direction dir = direction_of(op->kind);
+  if (op->kind != io_kind::connect) {
+    if (dir == io_direction::in && access == O_WRONLY) return -EBADF;
+    if (dir == io_direction::out && access == O_RDONLY) return -EBADF;
+  }
   if (op->kind == io_kind::read || op->kind == io_kind::write) {
     struct stat st;
     if (::fstat(op->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
