@@ -53,6 +53,11 @@ void fiber_reset(fiber* f, void (*entry)(ctx::transfer_t)) noexcept {
   f->deque = nullptr;
   f->eh_caught = nullptr;
   f->eh_uncaught = 0;
+#ifdef WEFT_ASAN
+  // A recycled fiber restarts over the frames it abandoned; their redzones
+  // are still poisoned in ASan's shadow memory.
+  ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<void*>(f->stack.lo), f->stack.usable());
+#endif
 #ifdef WEFT_TSAN
   // A recycled fiber restarts from its entry; TSan would otherwise keep the
   // abandoned frames on its shadow stack, which then grows with every reuse

@@ -59,7 +59,9 @@ void timer_service::run() {
     }
     auto first = entries_.begin();
     if (first->first > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, first->first);
+      // Copy: the entry may be cancelled (and its node freed) while we wait.
+      const auto deadline = first->first;
+      cv_.wait_until(lock, deadline);
       continue;
     }
     timer_entry* e = first->second;
