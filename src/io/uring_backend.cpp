@@ -10,6 +10,8 @@
 #if WEFT_HAVE_LIBURING
 #include <liburing.h>
 
+#include <poll.h>
+
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
@@ -206,6 +208,27 @@ class ring {
         // Lock before reading op: the submitter wrote it under this mutex,
         // which is the happens-before edge (the kernel's is invisible to TSan).
         std::lock_guard lock(mutex_);
+        const bool retry_ok = !shutting_down_ && !op->cancel_requested.load(std::memory_order_acquire);
+        if (op->uring_poll_armed) {
+          // The descriptor became ready (or the poll failed): retry the operation.
+          op->uring_poll_armed = false;
+          if (res >= 0 && retry_ok) {
+            pending_.erase(op);
+            submit_locked(op);
+            continue;
+          }
+          if (res >= 0) res = -ECANCELED;
+        } else if (res == -EAGAIN && op->kind != io_kind::timeout && retry_ok) {
+          // io_uring does not wait for readiness on O_NONBLOCK descriptors (every
+          // accepted socket is one): wait with a poll request, then retry.
+          io_uring_sqe* sqe = get_sqe_locked();
+          io_uring_prep_poll_add(sqe, op->fd,
+                                 direction_of(op->kind) == io_direction::in ? POLLIN : POLLOUT);
+          io_uring_sqe_set_data(sqe, op);
+          op->uring_poll_armed = true;
+          ::io_uring_submit(&ring_);
+          continue;
+        }
         if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
         if (op->kind == io_kind::recv && op->transferred > 0)
           res = res >= 0 ? res + static_cast<long long>(op->transferred)

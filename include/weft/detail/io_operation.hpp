@@ -43,6 +43,7 @@ struct io_operation {
   socklen_t peer_len = 0;               // connect
   bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
   std::size_t transferred = 0;          // recv with MSG_WAITALL: bytes so far
+  bool uring_poll_armed = false;        // io_uring: waiting for readiness, then retry
   std::chrono::steady_clock::time_point deadline{};  // timeout
   std::int64_t kernel_timespec[2] = {0, 0};  // io_uring timeout storage
   // Set by io_cancel before it notifies the backend; a backend that receives
