@@ -20,7 +20,12 @@ fi
 
 cmake --preset release
 cmake --build --preset release
-# Tests and examples (ctest -L example runs the examples alone).
-ctest --preset release --output-on-failure "$@"
-scripts/check-install.sh build/release
-echo "[test] all tests, examples and the install check passed"
+# Tests and examples (ctest -L example runs the examples alone). The install
+# check runs even when a test failed; the exit status reports both.
+status=0
+ctest --preset release --output-on-failure "$@" || { status=$?; echo "[test] ctest FAILED" >&2; }
+scripts/check-install.sh build/release || { status=$?; echo "[test] install check FAILED" >&2; }
+if ((status == 0)); then
+  echo "[test] all tests, examples and the install check passed"
+fi
+exit "$status"

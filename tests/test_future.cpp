@@ -406,8 +406,32 @@ TEST_P(FutureTest, SharedFutureMoveOnlyAndException) {
   });
 }
 
-// shared_future<void> lives in test_shared_future_void.cpp: it does not
-// compile with the current header (see that file).
+TEST_P(FutureTest, SharedFutureVoid) {
+  weft::runtime rt(options());
+  rt.run([] {
+    weft::promise<void> p;
+    weft::shared_future<void> sf = p.get_future().share();
+    static_assert(std::is_void_v<decltype(sf.get())>);
+    std::atomic<int> ok{0};
+    weft::task_group g;
+    for (int i = 0; i < 32; ++i) {
+      g.spawn([sf, &ok] {
+        sf.get();
+        sf.get();
+        ok.fetch_add(1);
+      });
+    }
+    g.spawn([&] { p.set_value(); });
+    g.sync();
+    EXPECT_EQ(ok.load(), 32);
+    weft::shared_future<void> v = weft::async([] {}).share();
+    v.get();
+    v.get();
+    weft::shared_future<void> e = weft::async([] { throw task_error("void"); }).share();
+    EXPECT_THROW(e.get(), task_error);
+    EXPECT_THROW(e.get(), task_error);
+  });
+}
 
 // --------------------------------------------------------- fib with futures
 

@@ -145,41 +145,116 @@ class FloodLatency : public ::testing::TestWithParam<policy_param> {};
 INSTANTIATE_TEST_SUITE_P(Policies, FloodLatency, both_policies, policy_name);
 
 TEST_P(FloodLatency, UrgentRequestsUnderLowPriorityFlood) {
-  const int flood = static_cast<int>(scaled(32, 16));
+  // The flood's size sets the oblivious latency (a yielded request competes
+  // with every flood task); it is the same in sanitizer builds so that the
+  // comparison keeps its margin there.
+  const int flood = 32;
   const int requests = static_cast<int>(scaled(21, 11));
   const int steps = 8;
   const auto chunk = 50us;
   const auto deadline = std::chrono::seconds(scaled(15, 60));
-  latency_result aps =
-      flood_latency(mode::adaptive, GetParam().policy, flood, requests, steps, chunk, deadline);
-  latency_result obl =
-      flood_latency(mode::oblivious, GetParam().policy, flood, requests, steps, chunk, deadline);
-  print("adaptive", aps);
-  print("oblivious", obl);
-  ASSERT_FALSE(aps.stalled) << "adaptive: the level-0 requests did not finish within "
-                            << deadline.count() << " s (" << aps.latency_ms.size() << " of "
-                            << requests << " done) under a level-6 flood";
-  ASSERT_FALSE(obl.stalled) << "oblivious: the requests did not finish within " << deadline.count()
-                            << " s (" << obl.latency_ms.size() << " of " << requests
-                            << " done): work injected from outside the runtime starves while "
-                               "the flood keeps yielding";
-  const double aps_med = median(aps.latency_ms);
-  const double obl_med = median(obl.latency_ms);
-  std::printf("[ latency  ] oblivious / adaptive median = %.1fx\n", obl_med / aps_med);
-  EXPECT_TRUE(aps.ok);
-  EXPECT_TRUE(obl.ok);
-  // The flood was not starved for good by the requests, in either mode.
-  EXPECT_TRUE(aps.flood_resumed) << "the level-6 flood did not proceed after the requests";
-  EXPECT_TRUE(obl.flood_resumed);
   // Bounded: a generous absolute bound (a request is ~0.2 ms of work; APS
-  // needs at most about one quantum, 0.5 ms, plus one flood chunk to give it a
-  // worker) ...
+  // needs at most about one quantum, 0.5 ms, plus one flood chunk to give it
+  // a worker) and much better than priority-oblivious scheduling of the same
+  // load. Timing is noisy on a loaded 2-core machine: a second measurement is
+  // taken if the first misses a timing bound.
   const double bound_ms = sanitizer_build ? 250 : 50;
-  EXPECT_LT(aps_med, bound_ms) << "median latency of level-0 requests under a level-6 flood";
-  // ... and much better than priority-oblivious scheduling of the same load.
-  const double min_ratio = sanitizer_build ? 1.5 : 3.0;
-  EXPECT_GT(obl_med, min_ratio * aps_med)
-      << "APS median " << aps_med << " ms vs oblivious " << obl_med << " ms";
+  const double min_ratio = sanitizer_build ? 2.0 : 3.0;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    latency_result aps =
+        flood_latency(mode::adaptive, GetParam().policy, flood, requests, steps, chunk, deadline);
+    latency_result obl =
+        flood_latency(mode::oblivious, GetParam().policy, flood, requests, steps, chunk, deadline);
+    print("adaptive", aps);
+    print("oblivious", obl);
+    ASSERT_FALSE(aps.stalled) << "adaptive: the level-0 requests did not finish within "
+                              << deadline.count() << " s (" << aps.latency_ms.size() << " of "
+                              << requests << " done) under a level-6 flood";
+    ASSERT_FALSE(obl.stalled) << "oblivious: the requests did not finish within "
+                              << deadline.count() << " s (" << obl.latency_ms.size() << " of "
+                              << requests << " done): work injected from outside the runtime "
+                              << "starves while the flood keeps yielding";
+    EXPECT_TRUE(aps.ok);
+    EXPECT_TRUE(obl.ok);
+    // The flood was not starved for good by the requests, in either mode.
+    EXPECT_TRUE(aps.flood_resumed) << "the level-6 flood did not proceed after the requests";
+    EXPECT_TRUE(obl.flood_resumed);
+    const double aps_med = median(aps.latency_ms);
+    const double obl_med = median(obl.latency_ms);
+    std::printf("[ latency  ] attempt %d: oblivious / adaptive median = %.1fx\n", attempt,
+                obl_med / aps_med);
+    std::fflush(stdout);
+    const bool timing_ok = aps_med < bound_ms && obl_med > min_ratio * aps_med;
+    if (timing_ok || attempt == 2) {
+      EXPECT_LT(aps_med, bound_ms) << "median latency of level-0 requests under a level-6 flood";
+      EXPECT_GT(obl_med, min_ratio * aps_med)
+          << "APS median " << aps_med << " ms vs oblivious " << obl_med << " ms";
+      break;
+    }
+  }
+}
+
+// Two level-6 tasks on two workers: one long strand that never reaches a
+// strand boundary (it cannot be preempted; docs/priorities.md) and one that
+// yields every 50 us. A level-0 request must not wait for the long strand: the
+// other worker reaches a strand boundary almost at once and can serve it.
+// Tried with the long strand on each worker in turn.
+TEST_P(FloodLatency, UrgentRequestNotHeldByALongStrand) {
+  const auto strand = 300ms;
+  const double bound_ms = sanitizer_build ? 150 : 100;
+  for (int placement = 0; placement < 2; ++placement) {
+    weft::runtime rt(options_for(2, mode::adaptive, GetParam().policy));
+    std::atomic<bool> stop{false};
+    std::atomic<int> long_worker{-1};
+    std::atomic<int> started{0};
+    std::atomic<int> ids[2] = {-1, -1};
+    auto task = [&](int me) {
+      // Wait until the two tasks run on different workers, then take the
+      // role given by this worker: the long strand on worker `placement`,
+      // the yielding loop on the other.
+      weft_test::yield_until([&] {
+        ids[me] = weft::this_task::worker_id();
+        int other = ids[1 - me].load();
+        return other >= 0 && other != ids[me].load();
+      }, 10s);
+      ++started;
+      if (weft::this_task::worker_id() == placement) {
+        long_worker = placement;
+        busy_for(strand);  // no strand boundary
+      } else {
+        while (!stop.load()) {
+          busy_for(50us);
+          weft::this_task::yield();
+        }
+      }
+    };
+    std::thread low([&] {
+      rt.run(weft::priority{6}, [&] {
+        weft::task_group g;
+        g.spawn([&] { task(0); });
+        g.spawn([&] { task(1); });
+        g.sync();
+      });
+    });
+    ASSERT_TRUE(weft_test::spin_until([&] { return started.load() == 2; }, 20s));
+    std::this_thread::sleep_for(10ms);  // both running, APS settled
+    if (long_worker.load() != placement) {
+      stop = true;
+      low.join();
+      ADD_FAILURE() << "could not place the long strand on worker " << placement;
+      continue;
+    }
+    const auto t0 = clk::now();
+    int w = rt.run(weft::priority{0}, [] { return weft::this_task::worker_id(); });
+    const double lat = ms(clk::now() - t0);
+    stop = true;
+    low.join();
+    std::printf("[ strand   ] long strand on worker %d: level-0 request served by worker %d after "
+                "%.2f ms\n", long_worker.load(), w, lat);
+    EXPECT_LT(lat, bound_ms) << "the level-0 request waited for the long level-6 strand on worker "
+                             << long_worker.load() << " although the other worker was free to "
+                             << "switch within ~50 us";
+  }
 }
 
 // --- priority order ----------------------------------------------------------------------
@@ -225,22 +300,29 @@ TEST_P(FloodLatency, OneWorkerRunsLevelsInOrder) {
 }
 
 // With two workers two levels may run at once, but the more urgent levels
-// still run first on average.
+// still run first: of all pairs of tasks of different levels, most ran in
+// level order (a random order gives one half). The threshold leaves room for
+// a worker the OS does not run for a few milliseconds on a loaded machine:
+// its level then waits while the other worker serves the levels below.
 TEST_P(FloodLatency, TwoWorkersRunUrgentLevelsFirst) {
   weft::runtime rt(options_for(2, mode::adaptive, GetParam().policy));
   const unsigned long long seed = weft_test::test_seed();
   std::vector<unsigned> log = run_order(rt, 16, seed);
   ASSERT_EQ(log.size(), 16u * weft::priority_levels);
-  std::vector<double> mean_pos(weft::priority_levels, 0);
+  long in_order = 0, pairs = 0;
   std::string order;
   for (std::size_t i = 0; i < log.size(); ++i) {
-    mean_pos[log[i]] += static_cast<double>(i) / 16;
     order += static_cast<char>('0' + log[i]);
+    for (std::size_t j = i + 1; j < log.size(); ++j) {
+      if (log[i] == log[j]) continue;
+      ++pairs;
+      if (log[i] < log[j]) ++in_order;
+    }
   }
-  EXPECT_LT(mean_pos[0], mean_pos[3]) << order;
-  EXPECT_LT(mean_pos[1], mean_pos[4]) << order;
-  EXPECT_LT(mean_pos[3], mean_pos[6]) << order;
-  EXPECT_LT(mean_pos[4], mean_pos[7]) << order;
+  const double concordance = static_cast<double>(in_order) / static_cast<double>(pairs);
+  std::printf("[ order    ] 2 workers: %.3f of the pairs ran in level order: %s\n", concordance,
+              order.c_str());
+  EXPECT_GT(concordance, 0.7) << order;
 }
 
 // The APS parameters are taken as given and any sensible setting keeps the
