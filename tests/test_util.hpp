@@ -27,6 +27,18 @@ inline constexpr bool sanitizer_build = true;
 inline constexpr bool sanitizer_build = false;
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool tsan_build = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool tsan_build = true;
+#else
+inline constexpr bool tsan_build = false;
+#endif
+#else
+inline constexpr bool tsan_build = false;
+#endif
+
 // Picks a problem size: `normal` in ordinary builds, `sanitized` under ASan or
 // TSan (5-20x slower). Only used where the normal size would not fit the time
 // budget; each call site says why.

@@ -32,7 +32,9 @@ class task_group {
   // Syncs (Cilk's implicit sync). If a child threw and sync() was not called,
   // the exception is rethrown here unless the scope is being unwound.
   ~task_group() noexcept(false) {
-    if (outstanding_.load(std::memory_order_relaxed) == 1) {
+    // acquire: pairs with the children's acq_rel decrements, so the parent
+    // sees everything they wrote (results, error_) after this scope.
+    if (outstanding_.load(std::memory_order_acquire) == 1) {
       if (error_ && std::uncaught_exceptions() == 0) std::rethrow_exception(take_error());
       return;
     }
