@@ -185,6 +185,14 @@ TEST_P(FloodLatency, UrgentRequestsUnderLowPriorityFlood) {
                 obl_med / aps_med);
     std::fflush(stdout);
     const bool timing_ok = aps_med < bound_ms && obl_med > min_ratio * aps_med;
+    if (weft_test::tsan_build) {
+      // ThreadSanitizer serialises much of the runtime behind its own locks
+      // and slows it 5-15x unevenly, so latency figures under TSan measure
+      // TSan (CI saw a miss on a loaded machine). The bounds are asserted in
+      // the release and ASan runs; here the run must complete, correctly.
+      if (!timing_ok) std::printf("[ latency  ] TSan build: timing bounds not asserted\n");
+      break;
+    }
     if (timing_ok || attempt == 2) {
       EXPECT_LT(aps_med, bound_ms) << "median latency of level-0 requests under a level-6 flood";
       EXPECT_GT(obl_med, min_ratio * aps_med)
