@@ -432,7 +432,8 @@ void usage(std::FILE* f) {
                "  --reps N         timed repetitions per figure, median reported (default 5)\n"
                "  --json PATH      also write every figure as JSON to PATH\n"
                "  --only SECTIONS  comma-separated subset of: fib,spawn,pingpong,memory,\n"
-               "                   priority,io\n");
+               "                   priority,io (priority.fib, priority.jobs and\n"
+               "                   priority.interactive select one part of priority)\n");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -475,7 +476,8 @@ int main(int argc, char** argv) {
       cfg.only = split_commas(value("--only"));
       for (const auto& s : cfg.only) {
         if (s != "fib" && s != "spawn" && s != "pingpong" && s != "memory" &&
-            s != "priority" && s != "io") {
+            s != "priority" && s != "priority.fib" && s != "priority.jobs" &&
+            s != "priority.interactive" && s != "io") {
           std::fprintf(stderr, "weft-bench: unknown section '%s'\n", s.c_str());
           return 2;
         }
@@ -503,7 +505,9 @@ int main(int argc, char** argv) {
   if (cfg.wants("spawn")) run_spawn(cfg, rep);
   if (cfg.wants("pingpong")) run_pingpong(cfg, rep);
   if (cfg.wants("memory")) run_memory(cfg, rep);
-  if (cfg.wants("priority")) run_priority(cfg, rep);
+  if (cfg.wants("priority") || cfg.wants("priority.fib") || cfg.wants("priority.jobs") ||
+      cfg.wants("priority.interactive"))
+    run_priority(cfg, rep);
   if (cfg.wants("io")) run_io(cfg, rep);
   rep.print_footer();
   std::printf("total time %.1f s\n",

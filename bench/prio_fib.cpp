@@ -347,9 +347,11 @@ void run_fib_priorities(const config& cfg, report& rep) {
 }  // namespace prio
 
 void run_priority(const config& cfg, report& rep) {
-  prio::run_fib_priorities(cfg, rep);
-  prio::run_jobserver(cfg, rep);
-  prio::run_interactive(cfg, rep);
+  // --only priority runs all three; priority.fib, priority.jobs and
+  // priority.interactive run one part.
+  if (cfg.wants("priority") || cfg.wants("priority.fib")) prio::run_fib_priorities(cfg, rep);
+  if (cfg.wants("priority") || cfg.wants("priority.jobs")) prio::run_jobserver(cfg, rep);
+  if (cfg.wants("priority") || cfg.wants("priority.interactive")) prio::run_interactive(cfg, rep);
 }
 
 }  // namespace weft_bench

@@ -127,18 +127,11 @@ session_result run_session(weft::runtime& rt, int requests, bool background, std
   try {
     rt.run(weft::priority(7), [&] {
       const auto t0 = clock::now();
-      weft::future<long> bg;
-      if (background) {
-        bg = weft::async(weft::priority(6), [&stop] {
-          long k = 0;
-          while (!stop.load(std::memory_order_relaxed)) {
-            long r = fib_parallel(bg_n, bg_leaf, bg_leaf);
-            do_not_optimize(r);
-            ++k;
-          }
-          return k;
-        });
-      }
+      // The handler is spawned before the background: with APS, once level 6
+      // has work the root (level 7) may lose its worker at its next strand
+      // boundary and would then never spawn the handler (strict priority, as
+      // designed: a less urgent task does not run while more urgent work
+      // waits; the background only stops when the handler tells it to).
       // The handler, not the root, stops the background when the client is
       // done: the root (level 7) gets no worker while level 6 has work.
       auto handler = weft::async(weft::priority(0), [lfd, &stop] {
@@ -159,6 +152,18 @@ session_result run_session(weft::runtime& rt, int requests, bool background, std
           weft::io::write_all(conn.fd, buf, msg);
         }
       });
+      weft::future<long> bg;
+      if (background) {
+        bg = weft::async(weft::priority(6), [&stop] {
+          long k = 0;
+          while (!stop.load(std::memory_order_relaxed)) {
+            long r = fib_parallel(bg_n, bg_leaf, bg_leaf);
+            do_not_optimize(r);
+            ++k;
+          }
+          return k;
+        });
+      }
       std::exception_ptr handler_error;
       try {
         handler.get();

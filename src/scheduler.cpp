@@ -390,6 +390,7 @@ void scheduler::make_resumable(fiber* f) noexcept {
     r.lock.unlock();
     full_fence();  // waking side of the parking handshake
     if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
+    note_level_ready(f->level);
     return;
   }
   deque_record* d = f->deque;
@@ -406,6 +407,7 @@ void scheduler::make_resumable(fiber* f) noexcept {
   // seq_cst: the waking side of the parking handshake (slow path, full fence).
   full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
+  note_level_ready(f->level);
 }
 
 void scheduler::resume_stolen(work_item* item) noexcept {
@@ -484,6 +486,7 @@ void scheduler::inject(work_item* item, int level) {
     injected_hint_[l].store(injected_[l].size(), std::memory_order_relaxed);
   }
   if (l != default_priority_level) note_level_spawn(l);
+  else note_level_ready(l);
   // seq_cst: waking side of the parking handshake.
   full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();

@@ -54,6 +54,24 @@ class scheduler {
   void switch_level(worker* w);
   // A task of `level` was spawned by w: start the APS master if needed.
   void note_level_spawn(unsigned level);
+  // Work became ready at `level` outside a spawn (a resumed task, an injected
+  // one). If APS runs and gives that level no worker, ask for an early
+  // quantum instead of letting the work wait up to L (an I/O completion for
+  // an urgent handler would otherwise wait out the quantum). relaxed: both
+  // are hints; a stale allotment costs one spurious quantum or one quantum's
+  // delay.
+  void note_level_ready(unsigned level) noexcept {
+    if (aps_running_.load(std::memory_order_relaxed) &&
+        aps_allotted_[level].load(std::memory_order_relaxed) == 0)
+      urgent_work_at(level);
+  }
+  // Work is ready at `level`, which APS gives no worker: move one worker from
+  // the least urgent level below it at once (a worker reaches a strand
+  // boundary within microseconds), and ask the master for an early quantum to
+  // redo the allocation properly. Not waiting for the master matters when the
+  // cores are saturated: the master is one more thread and the OS may run it
+  // only milliseconds later.
+  void urgent_work_at(unsigned level) noexcept;
   bool aps_enabled() const noexcept { return opts_.priorities == options::priority_mode::adaptive; }
   // Any thread, once per suspension: pushes the fiber's continuation to the
   // bottom of its suspended deque and makes that deque stealable.

@@ -20,7 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "prio_test_util.hpp"
+#include "weft/io.hpp"
 
 namespace {
 
@@ -551,6 +554,96 @@ TEST_P(PrioritySched, LowLevelUsesWorkersTheUrgentLevelLeaves) {
   stop = true;
   low.join();
   EXPECT_TRUE(progressed) << "level 7 made no progress while level 0 ran a single strand";
+}
+
+// --- an urgent task resumed by I/O under a flood -----------------------------------
+
+// The interactive-service shape (weft-bench "interactive"): a level-0 handler
+// blocks on weft::io::read between requests, so its level has no ready work
+// and APS gives it no worker; a level-6 flood keeps every worker busy. When a
+// request arrives the resumed handler must get a worker at once (an early
+// quantum), not wait for the next quantum boundary. The quantum is made long
+// (20 ms) so that waiting for it is unmistakable. Runs with 1 worker (the
+// only worker must switch level and come back) and 2.
+class ResumedUrgent : public ::testing::TestWithParam<std::tuple<unsigned, policy_param>> {};
+INSTANTIATE_TEST_SUITE_P(
+    Configs, ResumedUrgent, ::testing::Combine(::testing::Values(1u, 2u), both_policies),
+    [](const ::testing::TestParamInfo<std::tuple<unsigned, policy_param>>& info) {
+      return "w" + std::to_string(std::get<0>(info.param)) + "_" +
+             policy_name(::testing::TestParamInfo<policy_param>(std::get<1>(info.param), 0));
+    });
+
+TEST_P(ResumedUrgent, IoResumedHandlerDoesNotWaitForTheQuantum) {
+  const unsigned workers = std::get<0>(GetParam());
+  weft::options o = options_for(workers, mode::adaptive, std::get<1>(GetParam()).policy);
+  o.aps_quantum = 20ms;
+  weft::runtime rt(o);
+  int req[2], rep[2];
+  ASSERT_EQ(::pipe(req), 0);
+  ASSERT_EQ(::pipe(rep), 0);
+  const int requests = 30;
+  std::atomic<bool> stop{false};
+  std::atomic<long> flood_chunks{0};
+  std::vector<double> latency_ms;
+  bool client_ok = true;
+  // The client: a plain thread, blocking pipes, one request at a time.
+  std::thread client([&] {
+    std::mt19937 g(7);
+    std::uniform_int_distribution<int> think_us(0, 3000);
+    // Let the flood start and the handler block first.
+    const auto give_up = clk::now() + 30s;
+    while (flood_chunks.load() < 20 && clk::now() < give_up) std::this_thread::sleep_for(1ms);
+    if (flood_chunks.load() < 20) client_ok = false;  // then only EOF is sent
+    for (int i = 0; i < requests && client_ok; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(2000 + think_us(g)));
+      char c = static_cast<char>(i);
+      auto t0 = clk::now();
+      if (::write(req[1], &c, 1) != 1) client_ok = false;
+      char r = 0;
+      if (::read(rep[0], &r, 1) != 1 || r != static_cast<char>(c + 1)) client_ok = false;
+      latency_ms.push_back(std::chrono::duration<double, std::milli>(clk::now() - t0).count());
+    }
+    ::close(req[1]);  // EOF ends the handler
+  });
+  int served = 0;
+  rt.run(weft::priority(7), [&] {
+    // The handler first: once level 6 has work, the root (level 7) may lose
+    // its only worker at its next strand boundary, for as long as the flood
+    // lasts (strict priority), and the flood only stops when the handler ends.
+    auto handler = weft::async(weft::priority(0), [&] {
+      char c;
+      while (weft::io::read(req[0], &c, 1).get() == 1) {
+        EXPECT_EQ(level_now(), 0u);
+        char r = static_cast<char>(c + 1);
+        weft::io::write_all(rep[1], &r, 1);
+        ++served;
+      }
+      stop.store(true, std::memory_order_relaxed);
+    });
+    std::vector<weft::future<void>> flood;
+    for (unsigned k = 0; k < 2 * workers; ++k) {
+      flood.push_back(weft::async(weft::priority(6), [&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+          busy_for(50us);
+          flood_chunks.fetch_add(1, std::memory_order_relaxed);
+          weft::this_task::yield();
+        }
+      }));
+    }
+    handler.get();
+    for (auto& f : flood) f.get();
+  });
+  client.join();
+  for (int fd : {req[0], rep[0], rep[1]}) ::close(fd);
+  ASSERT_TRUE(client_ok);
+  ASSERT_EQ(served, requests);
+  const double med = median(latency_ms);
+  std::printf("[ latency  ] %u worker(s): median %.3f ms, max %.3f ms (quantum 20 ms)\n", workers,
+              med, *std::max_element(latency_ms.begin(), latency_ms.end()));
+  if (weft_test::tsan_build) return;  // timing under TSan measures TSan (see above)
+  // Waiting for the quantum boundary would give a median near 10 ms.
+  EXPECT_LT(med, sanitizer_build ? 4.0 : 2.5)
+      << "a level-0 task resumed by I/O waited for the APS quantum";
 }
 
 }  // namespace
