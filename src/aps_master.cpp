@@ -17,42 +17,12 @@ void scheduler::request_early_quantum() noexcept {
   aps_cv_.notify_one();
 }
 
-void scheduler::urgent_work_at(unsigned level) noexcept {
-  // The worker assigned to the least urgent level, if that is below `level`.
-  worker* pick = nullptr;
-  unsigned worst = level;
-  for (auto& w : workers_) {
-    // relaxed: a hint; the CAS below decides.
-    unsigned a = w->assigned_level.load(std::memory_order_relaxed);
-    if (a > worst) {
-      worst = a;
-      pick = w.get();
-    }
-  }
-  if (pick) {
-    // release (on success): like the master's store, the worker reads the
-    // level with acquire after seeing the flag. The CAS keeps two threads
-    // that make urgent work ready at once from both claiming the same worker
-    // for different levels (the loser leaves it to the early quantum).
-    if (pick->assigned_level.compare_exchange_strong(worst, level, std::memory_order_release,
-                                                     std::memory_order_relaxed)) {
-      // relaxed: a hint that suppresses further claims for this level until
-      // the master's next allocation (which overwrites it).
-      aps_allotted_[level].fetch_add(1, std::memory_order_relaxed);
-      pick->level_switch_pending.store(true, std::memory_order_relaxed);
-      // A parked worker does not see flags (its park condition does, once woken).
-      if (pick->parked.load(std::memory_order_relaxed)) parking_.wake_all();
-    }
-  }
-  request_early_quantum();
-}
-
 void scheduler::note_level_spawn(unsigned level) {
   if (!aps_enabled()) return;
   // relaxed: the mutex below decides; this is the fast "already running" path.
   if (aps_running_.load(std::memory_order_relaxed)) {
     // Work arrived at a level with no worker: do not wait out the quantum.
-    if (aps_allotted_[level].load(std::memory_order_relaxed) == 0) urgent_work_at(level);
+    if (aps_allotted_[level].load(std::memory_order_relaxed) == 0) request_early_quantum();
     return;
   }
   std::lock_guard lock(aps_mutex_);
@@ -70,7 +40,7 @@ void scheduler::switch_level(worker* w) {
   // The task stays ready at its level: suspend it and make it resumable at
   // once (its deque is donated to that level's sets), and move the worker.
   suspend(w, [](void* s, fiber* self) noexcept {
-    static_cast<scheduler*>(s)->make_resumable(self);
+    static_cast<scheduler*>(s)->make_resumable(self, /*wakeup=*/false);
   }, this, static_cast<int>(target));
 }
 

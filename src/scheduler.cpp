@@ -380,7 +380,7 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept {
 }
 }  // namespace
 
-void scheduler::make_resumable(fiber* f) noexcept {
+void scheduler::make_resumable(fiber* f, bool wakeup) noexcept {
   // Read before publishing f: once pushed, it may run (and be recycled) on
   // another worker at once.
   const unsigned level = f->level;
@@ -393,7 +393,7 @@ void scheduler::make_resumable(fiber* f) noexcept {
     r.lock.unlock();
     full_fence();  // waking side of the parking handshake
     if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
-    note_level_ready(level);
+    if (wakeup) note_level_ready(level);
     return;
   }
   deque_record* d = f->deque;
@@ -410,7 +410,7 @@ void scheduler::make_resumable(fiber* f) noexcept {
   // seq_cst: the waking side of the parking handshake (slow path, full fence).
   full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
-  note_level_ready(level);
+  if (wakeup) note_level_ready(level);
 }
 
 void scheduler::resume_stolen(work_item* item) noexcept {

@@ -63,19 +63,16 @@ class scheduler {
   void note_level_ready(unsigned level) noexcept {
     if (aps_running_.load(std::memory_order_relaxed) &&
         aps_allotted_[level].load(std::memory_order_relaxed) == 0)
-      urgent_work_at(level);
+      request_early_quantum();
   }
-  // Work is ready at `level`, which APS gives no worker: move one worker from
-  // the least urgent level below it at once (a worker reaches a strand
-  // boundary within microseconds), and ask the master for an early quantum to
-  // redo the allocation properly. Not waiting for the master matters when the
-  // cores are saturated: the master is one more thread and the OS may run it
-  // only milliseconds later.
-  void urgent_work_at(unsigned level) noexcept;
   bool aps_enabled() const noexcept { return opts_.priorities == options::priority_mode::adaptive; }
   // Any thread, once per suspension: pushes the fiber's continuation to the
   // bottom of its suspended deque and makes that deque stealable.
-  void make_resumable(fiber* f) noexcept;
+  // `wakeup`: f was woken by an event (a completion, an I/O result, a timer),
+  // so APS may treat its level as having new urgent work; false when f only
+  // yields or changes level (it was already counted as ready or running,
+  // and claiming a worker back for it would undo the master's decision).
+  void make_resumable(fiber* f, bool wakeup = true) noexcept;
 
   timer_service& timers() noexcept { return timers_; }
   // The I/O backend, created on first use (thread-safe).

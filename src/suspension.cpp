@@ -41,7 +41,7 @@ void commit_wait(void* arg, fiber* self) noexcept {
   if (!fw->event->add_waiter(fw)) {
     // Set between our check and the registration: resume at once.
     fw->state.store(waiter::signalled, std::memory_order_relaxed);
-    fw->sched->make_resumable(self);
+    fw->sched->make_resumable(self, /*wakeup=*/false);  // never stopped being ready
   }
   // After a successful add_waiter, fw may already be gone: do not touch it.
 }
@@ -174,7 +174,7 @@ void yield() {
   // Suspend and become resumable at once: the continuation goes to the bottom
   // of our deque, which is donated; older ready work is taken first.
   w->sched->suspend(w, [](void* s, fiber* self) noexcept {
-    static_cast<scheduler*>(s)->make_resumable(self);
+    static_cast<scheduler*>(s)->make_resumable(self, /*wakeup=*/false);
   }, w->sched);
 }
 
