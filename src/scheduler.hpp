@@ -70,8 +70,8 @@ class scheduler {
   // bottom of its suspended deque and makes that deque stealable.
   // `wakeup`: f was woken by an event (a completion, an I/O result, a timer),
   // so APS may treat its level as having new urgent work; false when f only
-  // yields or changes level (it was already counted as ready or running,
-  // and claiming a worker back for it would undo the master's decision).
+  // yields or changes level (it was already counted as ready or running: an
+  // early quantum for it would only repeat the master's last decision).
   void make_resumable(fiber* f, bool wakeup = true) noexcept;
 
   timer_service& timers() noexcept { return timers_; }
