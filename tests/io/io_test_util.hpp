@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.hpp"  // weft_test::sanitizer_build, tsan_build
 #include "weft/io.hpp"
 #include "weft/weft.hpp"
 
@@ -47,23 +48,9 @@ namespace weft_io_test {
 using namespace std::chrono_literals;
 using clk = std::chrono::steady_clock;
 
-#ifdef WEFT_SANITIZER_BUILD
-inline constexpr bool sanitizer_build = true;
-#else
-inline constexpr bool sanitizer_build = false;
-#endif
-
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool tsan_build = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool tsan_build = true;
-#else
-inline constexpr bool tsan_build = false;
-#endif
-#else
-inline constexpr bool tsan_build = false;
-#endif
+// One definition of the build flags for every test directory.
+using weft_test::sanitizer_build;
+using weft_test::tsan_build;
 
 // `normal` in ordinary builds, `sanitized` under ASan/TSan (5-20x slower).
 constexpr long long scaled(long long normal, long long sanitized) {
