@@ -110,17 +110,6 @@ bool is_cloexec(int fd) {
   return fl >= 0 && (fl & FD_CLOEXEC) != 0;
 }
 
-int open_fd_count() {
-  DIR* d = ::opendir("/proc/self/fd");
-  if (!d) return -1;
-  int n = 0;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(d);
-  return n - 1;  // opendir's own descriptor
-}
-
 int unused_fd_number() {
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
@@ -408,84 +397,5 @@ peer IoTest::spawn_peer(std::function<void()> f, bool as_task) {
   }
   return p;
 }
-
-// ---------------------------------------------------------------- watchdog
-// Aborts a test still running after 150 s (280 s in sanitizer builds;
-// WEFT_TEST_WATCHDOG_SECONDS overrides) with its name, before ctest's TIMEOUT.
-
-namespace {
-
-struct watchdog_state {
-  std::mutex m;
-  std::condition_variable cv;
-  bool armed = false;
-  bool started = false;
-  clk::time_point deadline;
-  std::string test;
-};
-
-long watchdog_seconds() {
-  if (const char* s = std::getenv("WEFT_TEST_WATCHDOG_SECONDS")) {
-    long v = std::strtol(s, nullptr, 10);
-    if (v > 0) return v;
-  }
-  return sanitizer_build ? 280 : 150;
-}
-
-void watchdog_loop(watchdog_state* st) {
-  std::unique_lock<std::mutex> lk(st->m);
-  for (;;) {
-    if (!st->armed) {
-      st->cv.wait(lk);
-      continue;
-    }
-    auto deadline = st->deadline;
-    if (st->cv.wait_until(lk, deadline) == std::cv_status::timeout && st->armed &&
-        st->deadline == deadline) {
-      std::fprintf(stderr, "\n*** weft io test watchdog: %s still running after %ld s; aborting ***\n",
-                   st->test.c_str(), watchdog_seconds());
-      std::fflush(stderr);
-      std::fflush(stdout);
-      std::abort();
-    }
-  }
-}
-
-class watchdog_listener : public ::testing::EmptyTestEventListener {
- public:
-  void OnTestStart(const ::testing::TestInfo& info) override {
-    std::lock_guard<std::mutex> lk(st_->m);
-    st_->test = std::string(info.test_suite_name()) + "." + info.name();
-    st_->deadline = clk::now() + std::chrono::seconds(watchdog_seconds());
-    st_->armed = true;
-    if (!st_->started) {
-      st_->started = true;
-      std::thread(watchdog_loop, st_).detach();
-    }
-    st_->cv.notify_all();
-  }
-  void OnTestEnd(const ::testing::TestInfo&) override {
-    std::lock_guard<std::mutex> lk(st_->m);
-    st_->armed = false;
-    st_->cv.notify_all();
-  }
-
- private:
-  watchdog_state* st_ = state();
-
-  // Never freed (the detached thread outlives static destruction); reachable
-  // through this static pointer, so LeakSanitizer does not report it.
-  static watchdog_state* state() {
-    static watchdog_state* const st = new watchdog_state;
-    return st;
-  }
-};
-
-[[maybe_unused]] const bool watchdog_registered = [] {
-  ::testing::UnitTest::GetInstance()->listeners().Append(new watchdog_listener);
-  return true;
-}();
-
-}  // namespace
 
 }  // namespace weft_io_test

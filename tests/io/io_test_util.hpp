@@ -112,7 +112,7 @@ void reset_close(unique_fd& fd);
 
 bool is_nonblocking(int fd);
 bool is_cloexec(int fd);
-int open_fd_count();
+using weft_test::open_fd_count;  // entries of /proc/self/fd (tests/test_util.cpp)
 // A descriptor number that is certainly not open (checked with fcntl).
 int unused_fd_number();
 // Bytes queued for reading (FIONREAD).
