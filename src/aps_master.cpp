@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "own_threads.hpp"
 #include "scheduler.hpp"
 #include "weft/detail/aps_policy.hpp"
 #include "weft/priority_level.hpp"
@@ -17,18 +18,27 @@ void scheduler::request_early_quantum() noexcept {
   aps_cv_.notify_one();
 }
 
-void scheduler::note_level_spawn(unsigned level) {
+void scheduler::start_aps_master() {
   if (!aps_enabled()) return;
-  // relaxed: the mutex below decides; this is the fast "already running" path.
-  if (aps_running_.load(std::memory_order_relaxed)) {
-    // Work arrived at a level with no worker: do not wait out the quantum.
-    if (aps_allotted_[level].load(std::memory_order_relaxed) == 0) request_early_quantum();
-    return;
-  }
+  // acquire: pairs with the release store below (the thread exists).
+  if (aps_running_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(aps_mutex_);
   if (aps_thread_.joinable() || aps_stop_) return;
-  aps_running_.store(true, std::memory_order_relaxed);
-  aps_thread_ = std::thread([this] { aps_master_loop(); });
+  // Started before the flag is set: if it cannot be, the flag stays false,
+  // the caller queues nothing, and the next spawn of a prioritised task tries
+  // again.
+  aps_thread_ = start_thread("the priority scheduler's master thread", [this] { aps_master_loop(); });
+  // release: see above.
+  aps_running_.store(true, std::memory_order_release);
+}
+
+void scheduler::note_level_spawn(unsigned level) noexcept {
+  if (!aps_enabled()) return;
+  // relaxed: hints. Work arrived at a level with no worker: do not wait out
+  // the quantum.
+  if (aps_running_.load(std::memory_order_relaxed) &&
+      aps_allotted_[level].load(std::memory_order_relaxed) == 0)
+    request_early_quantum();
 }
 
 void scheduler::switch_level(worker* w) {
@@ -49,7 +59,8 @@ void switch_level(worker_view* w) {
   wk->sched->switch_level(wk);
 }
 
-void note_level_spawn(worker_view* w, unsigned level) { w->sched->note_level_spawn(level); }
+void note_level_spawn(worker_view* w, unsigned level) noexcept { w->sched->note_level_spawn(level); }
+void start_priority_master(scheduler* s) { s->start_aps_master(); }
 
 [[noreturn]] void report_priority_inversion(unsigned waiter, unsigned awaited) {
   throw priority_inversion(waiter, awaited);

@@ -37,6 +37,38 @@ unsigned workers_from_environment() {
 }
 
 options resolve(options o) {
+  // Enumerations first: a value cast from an integer (options.io =
+  // io_backend(77)) must be refused here, not crash at first use.
+  switch (o.policy) {
+    case steal_policy::proactive:
+    case steal_policy::parsimonious:
+      break;
+    default:
+      throw configuration_error("weft::options::policy is not a weft::steal_policy value (" +
+                                std::to_string(static_cast<int>(o.policy)) + ")");
+  }
+  switch (o.io) {
+    case io_backend::automatic:
+    case io_backend::epoll:
+    case io_backend::io_uring:
+    case io_backend::blocking:
+      break;
+    default:
+      throw configuration_error("weft::options::io is not a weft::io_backend value (" +
+                                std::to_string(static_cast<int>(o.io)) + ")");
+  }
+  switch (o.priorities) {
+    case options::priority_mode::adaptive:
+    case options::priority_mode::oblivious:
+      break;
+    default:
+      throw configuration_error(
+          "weft::options::priorities is not a weft::options::priority_mode value (" +
+          std::to_string(static_cast<int>(o.priorities)) + ")");
+  }
+  if (o.shutdown_grace < std::chrono::milliseconds::zero()) {
+    throw configuration_error("weft::options::shutdown_grace must not be negative");
+  }
   if (o.workers == 0) o.workers = workers_from_environment();
   if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
   if (o.workers > max_workers) {

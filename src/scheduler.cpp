@@ -4,9 +4,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <thread>
+#include <unordered_map>
 
 #include "io/io_backend.hpp"
 #include "overflow_guard.hpp"
+#include "own_threads.hpp"
+#include "weft/detail/deadline.hpp"
 
 namespace weft::detail {
 
@@ -39,8 +42,43 @@ __attribute__((noinline)) worker_view* current_worker() noexcept {
 }
 void set_this_worker(worker* w) noexcept { tls_worker = w; }
 
+// --- the runtimes alive, by id (for counts that outlive a task) -----------------
+
+namespace {
+// Heap-allocated and never freed: usable from any thread at any time, even
+// during static destruction.
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::unordered_map<std::uint64_t, scheduler*>& registry() {  // guarded by registry_mutex()
+  static auto* r = new std::unordered_map<std::uint64_t, scheduler*>;
+  return *r;
+}
+std::uint64_t next_runtime_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  // relaxed: uniqueness is all that is needed.
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+std::uint64_t current_runtime_id() noexcept {
+  worker* w = this_worker();
+  return w ? w->sched->id() : 0;
+}
+
+// An async task's exception was dropped unobserved, perhaps long after the
+// task ran, on any thread, perhaps after its runtime is gone: counted only if
+// that runtime is still alive (the registry says so, under its lock).
+void note_unobserved_exception(std::uint64_t runtime_id) noexcept {
+  std::lock_guard lock(registry_mutex());
+  auto it = registry().find(runtime_id);
+  if (it != registry().end()) it->second->count_unobserved_exception();
+}
+
 scheduler::scheduler(const options& resolved)
     : opts_(resolved),
+      id_(next_runtime_id()),
       parsimonious_(resolved.policy == steal_policy::parsimonious),
       stacks_(resolved.stack_size) {
   install_overflow_handler();
@@ -61,11 +99,29 @@ scheduler::scheduler(const options& resolved)
     w->tracks_levels = aps_enabled();
     w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
                     std::memory_order_relaxed);
+    // The worker's first fiber, taken here so that a failure to map its
+    // stack is thrown by the constructor rather than inside the new thread.
+    recycle_fiber(w.get(), acquire_fiber(w.get()));
     workers_.push_back(std::move(w));
   }
-  for (auto& w : workers_) {
-    worker* raw = w.get();
-    raw->thread = std::thread([this, raw] { thread_main(raw); });
+  {
+    std::lock_guard lock(registry_mutex());
+    registry().emplace(id_, this);  // before any thread: may throw std::bad_alloc
+  }
+  try {
+    for (auto& w : workers_) {
+      worker* raw = w.get();
+      raw->thread = start_thread("a worker thread", [this, raw] { thread_main(raw); });
+    }
+  } catch (...) {
+    // No task exists yet: stop the workers that did start, free what they
+    // allocated, and report (the destructor does not run for a failed
+    // constructor).
+    stop_workers();
+    free_pools();
+    std::lock_guard lock(registry_mutex());
+    registry().erase(id_);
+    throw;
   }
 }
 
@@ -109,22 +165,34 @@ io_backend* scheduler::io() {
 io_backend* scheduler_io_backend(scheduler* s) { return s->io(); }
 
 scheduler::~scheduler() {
-  // Pending I/O completes with operation_canceled (tasks waiting on it resume
-  // and finish); later operations fail the same way at once.
-  {
-    std::lock_guard lock(io_mutex_);
-    io_shutdown_ = true;
-    if (io_) io_->begin_shutdown();
-  }
   // Drain: wait (without spinning hot) until every async task has finished,
-  // including tasks blocked on events that later tasks fulfil.
+  // including tasks blocked on events that later tasks fulfil. Their I/O and
+  // their sleeps go on as usual for the grace period; after it, every
+  // deadline counts as reached (end_grace_period), so a task blocked on I/O
+  // or a timer resumes with operation_canceled or a timeout and can finish.
+  using clock = std::chrono::steady_clock;
+  const clock::time_point grace_end = saturating_deadline(clock::now(), opts_.shutdown_grace);
+  bool grace_over = false;
+  auto end_grace = [&] {
+    if (grace_over) return;
+    grace_over = true;
+    end_grace_period();
+  };
+  if (opts_.shutdown_grace <= std::chrono::milliseconds::zero()) end_grace();
   auto pause = std::chrono::microseconds(50);
   while (outstanding_tasks() != 0) {
-    std::this_thread::sleep_for(pause);
+    if (!grace_over && clock::now() >= grace_end) {
+      end_grace();
+      continue;
+    }
+    auto nap = std::chrono::duration_cast<clock::duration>(pause);
+    if (!grace_over) nap = std::min<clock::duration>(nap, std::max<clock::duration>(grace_end - clock::now(), {}));
+    std::this_thread::sleep_for(nap);
     pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
   }
-  // seq_cst: ordered before wake_all's exchange; a worker about to park either
-  // sees stopping_ in its re-scan or has announced itself and gets woken.
+  // No task is left. Operations still pending belong to futures held outside
+  // the runtime: they complete with operation_canceled.
+  end_grace();
   {
     std::lock_guard lock(io_mutex_);
     io_.reset();  // joins the I/O threads; every operation has completed
@@ -135,16 +203,44 @@ scheduler::~scheduler() {
   }
   aps_cv_.notify_all();
   if (aps_thread_.joinable()) aps_thread_.join();
+  stop_workers();
+  free_pools();
+  std::lock_guard lock(registry_mutex());
+  registry().erase(id_);
+}
+
+void scheduler::end_grace_period() noexcept {
+  // Pending I/O completes with operation_canceled; later operations fail the
+  // same way at once.
+  {
+    std::lock_guard lock(io_mutex_);
+    io_shutdown_ = true;
+    if (io_) io_->begin_shutdown();
+  }
+  // Sleeps and timed waits: their deadlines count as reached from now on.
+  timers_.expire_all();
+}
+
+void scheduler::stop_workers() noexcept {
+  // seq_cst: ordered before wake_all's exchange; a worker about to park either
+  // sees stopping_ in its re-scan or has announced itself and gets woken.
   stopping_.store(true, std::memory_order_seq_cst);
   parking_.wake_all();
-  for (auto& w : workers_) w->thread.join();
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+void scheduler::free_pools() noexcept {
   std::lock_guard lock(pool_mutex_);
   for (fiber* f : all_fibers_) {
     fiber_sanitizer_destroy(f);
     stacks_.release(f->stack);
     delete f;
   }
+  all_fibers_.clear();
   for (deque_record* d : all_deques_) delete d;
+  all_deques_.clear();
 }
 
 runtime::statistics scheduler::stats() const noexcept {
@@ -155,6 +251,7 @@ runtime::statistics scheduler::stats() const noexcept {
     s.parks += static_cast<std::size_t>(w->parks.read());
   }
   s.fibers_created = stacks_.stacks_in_use();
+  s.unobserved_exceptions = unobserved_exceptions_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -482,6 +579,7 @@ void scheduler::run_resume_batch(work_item* item) noexcept {
 
 void scheduler::inject(work_item* item, int level) {
   unsigned l = level < 0 || !aps_enabled() ? default_priority_level : static_cast<unsigned>(level);
+  if (l != default_priority_level) start_aps_master();  // before queuing (may throw)
   {
     std::lock_guard lock(inject_mutex_);
     injected_[l].push_back(item);

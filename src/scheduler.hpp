@@ -28,6 +28,12 @@ class scheduler {
   scheduler& operator=(const scheduler&) = delete;
 
   const options& config() const noexcept { return opts_; }
+  // Unique for the life of the process (never reused, unlike the address).
+  std::uint64_t id() const noexcept { return id_; }
+  void count_unobserved_exception() noexcept {
+    // relaxed: a statistic.
+    unobserved_exceptions_.fetch_add(1, std::memory_order_relaxed);
+  }
   unsigned worker_count() const noexcept { return static_cast<unsigned>(workers_.size()); }
   std::size_t usable_stack_size() const noexcept { return stacks_.usable_size(); }
   runtime::statistics stats() const noexcept;
@@ -52,8 +58,12 @@ class scheduler {
   void suspend(worker* w, commit_fn commit, void* arg, int new_level = -1);
   // APS: the worker is asked to change level (strand boundary in a task).
   void switch_level(worker* w);
-  // A task of `level` was spawned by w: start the APS master if needed.
-  void note_level_spawn(unsigned level);
+  // Starts the APS master thread if priorities are adaptive and it does not
+  // run yet; throws std::system_error if it cannot (see prepare_level).
+  void start_aps_master();
+  // A task of `level` was queued: ask for an early quantum if that level has
+  // no worker (a hint).
+  void note_level_spawn(unsigned level) noexcept;
   // Work became ready at `level` outside a spawn (a resumed task, an injected
   // one). If APS runs and gives that level no worker, ask for an early
   // quantum instead of letting the work wait up to L (an I/O completion for
@@ -105,6 +115,10 @@ class scheduler {
   friend struct aps_master_access;
   bool has_visible_work(unsigned level) const noexcept;
   [[noreturn]] void exit_worker(worker* w) noexcept;
+  // Shutdown: ends the grace period (I/O cancelled, timers expired).
+  void end_grace_period() noexcept;
+  void stop_workers() noexcept;  // stops and joins every started worker thread
+  void free_pools() noexcept;    // frees every fiber and deque
 
   void switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept;
   static void after_switch(ctx::transfer_t t) noexcept;
@@ -119,6 +133,8 @@ class scheduler {
   std::int64_t outstanding_tasks() const noexcept;
 
   options opts_;
+  const std::uint64_t id_;
+  std::atomic<std::size_t> unobserved_exceptions_{0};
   bool parsimonious_;  // immutable: opts_.policy == parsimonious
   stack_pool stacks_;
   parking_lot parking_;

@@ -131,9 +131,17 @@ void wait(completion& c) {
 
 bool wait_until(completion& c, std::chrono::steady_clock::time_point deadline) {
   if (c.is_set()) return true;
+  // time_point::max() is "no deadline" (weft/detail/deadline.hpp): an
+  // untimed wait, which needs no timer (and which shutdown does not cut).
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    wait(c);
+    return true;
+  }
   worker* w = this_worker();
   if (!w) return thread_wait(c, &deadline);
   if (deadline <= std::chrono::steady_clock::now()) return c.is_set();
+  // Before suspending: the commit step cannot report a failure to start it.
+  w->sched->timers().ensure_started();
   fiber_waiter fw;
   fw.wake = &wake_fiber;
   fw.sched = w->sched;
@@ -190,6 +198,8 @@ void sleep_until(std::chrono::steady_clock::time_point deadline) {
     return;
   }
   if (deadline <= std::chrono::steady_clock::now()) return;
+  // Before suspending: the commit step cannot report a failure to start it.
+  w->sched->timers().ensure_started();
   struct sleeper {
     timer_entry timer;
     scheduler* sched;

@@ -1,5 +1,10 @@
 #include "timer_service.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "own_threads.hpp"
+
 namespace weft::detail {
 
 timer_service::~timer_service() {
@@ -11,20 +16,29 @@ timer_service::~timer_service() {
   if (thread_.joinable()) thread_.join();
 }
 
-void timer_service::add(timer_entry* e) {
+void timer_service::ensure_started() {
+  std::lock_guard lock(mutex_);
+  if (!thread_.joinable()) thread_ = start_thread("the timer thread", [this] { run(); });
+}
+
+void timer_service::add(timer_entry* e) noexcept {
   add_then(e, nullptr, nullptr);
 }
 
 void timer_service::add_then(timer_entry* e, void (*then)(timer_entry*, void*) noexcept,
-                             void* arg) {
+                             void* arg) noexcept {
   bool earliest;
   {
     std::lock_guard lock(mutex_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    if (!thread_.joinable()) {
+      // A caller skipped ensure_started(): nobody would ever fire this entry.
+      std::fputs("weft: internal error: a timer was armed before the timer thread started\n", stderr);
+      std::abort();
+    }
     e->pos = entries_.emplace(e->deadline, e);
     e->armed = true;
     e->service = this;
-    earliest = e->pos == entries_.begin();
+    earliest = e->pos == entries_.begin() || expired_;
     if (then) then(e, arg);
     // `e` may be gone once the lock is released (its owner resumed).
   }
@@ -45,9 +59,12 @@ bool timer_service::cancel(timer_entry* e) noexcept {
   return true;
 }
 
-std::size_t timer_service::pending() const {
-  std::lock_guard lock(mutex_);
-  return entries_.size();
+void timer_service::expire_all() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    expired_ = true;
+  }
+  cv_.notify_all();
 }
 
 void timer_service::run() {
@@ -58,7 +75,7 @@ void timer_service::run() {
       continue;
     }
     auto first = entries_.begin();
-    if (first->first > std::chrono::steady_clock::now()) {
+    if (!expired_ && first->first > std::chrono::steady_clock::now()) {
       // Copy: the entry may be cancelled (and its node freed) while we wait.
       const auto deadline = first->first;
       cv_.wait_until(lock, deadline);

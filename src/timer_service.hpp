@@ -1,6 +1,12 @@
 // weft — deadlines for timed waits and sleeps: one thread per runtime,
 // started on first use, sleeping on a condition variable until the earliest
 // deadline. The thread only fires callbacks; it never runs tasks.
+//
+// The thread is started by ensure_started(), which a waiter calls before it
+// suspends, where a failure can still be thrown (add() runs inside a
+// suspension's noexcept commit step and never starts it). At runtime
+// shutdown, once the grace period is over, expire_all() makes every deadline
+// count as reached: armed entries fire at once, and so do entries added later.
 #pragma once
 
 #include <chrono>
@@ -30,16 +36,22 @@ class timer_service {
   timer_service(const timer_service&) = delete;
   timer_service& operator=(const timer_service&) = delete;
 
-  void add(timer_entry* e);
+  // Starts the timer thread if it is not running. Throws std::system_error
+  // ("weft: cannot start the timer thread") if it cannot be created; the
+  // service stays usable (the next call tries again).
+  void ensure_started();
+  // ensure_started() must have returned before: neither starts a thread.
+  void add(timer_entry* e) noexcept;
   // Adds e, then calls then(e, arg) while still holding the lock (so the timer
   // cannot fire, nor cancel() return, before `then` is done).
-  void add_then(timer_entry* e, void (*then)(timer_entry*, void*) noexcept, void* arg);
+  void add_then(timer_entry* e, void (*then)(timer_entry*, void*) noexcept, void* arg) noexcept;
   // From inside `then` or a fire callback only: removes e if armed.
   static void disarm_locked(timer_entry* e) noexcept;
   // Returns true if the entry was removed before firing. Either way, when it
   // returns the timer thread no longer touches the entry.
   bool cancel(timer_entry* e) noexcept;
-  std::size_t pending() const;
+  // Every deadline counts as reached from now on (runtime shutdown).
+  void expire_all() noexcept;
 
  private:
   void run();
@@ -47,7 +59,8 @@ class timer_service {
   std::condition_variable cv_;
   std::multimap<std::chrono::steady_clock::time_point, timer_entry*> entries_;  // guarded by mutex_
   bool stop_ = false;      // guarded by mutex_
-  std::thread thread_;     // started under mutex_ on first add
+  bool expired_ = false;   // guarded by mutex_: expire_all() was called
+  std::thread thread_;     // guarded by mutex_: started by ensure_started()
 };
 
 }  // namespace weft::detail

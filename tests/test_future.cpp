@@ -563,4 +563,58 @@ TEST_P(FutureTest, TimedWaitInTaskDoesNotBlockWorker) {
   });
 }
 
+// ------------------------------------------------ unobserved exceptions
+
+// An async task's exception that nobody observes (its future dropped without
+// a get() that rethrows it) is discarded, as std::future does, and counted in
+// runtime::statistics::unobserved_exceptions (docs/api.md).
+TEST_P(FutureTest, UnobservedExceptionsAreCounted) {
+  auto rt = std::make_unique<weft::runtime>(options());
+  const auto base = rt->stats().unobserved_exceptions;
+  std::atomic<int> ran{0};
+  run_bounded(rt, [&] {
+    // Dropped at once (fire and forget): counted when the task ends.
+    for (int i = 0; i < 3; ++i) (void)weft::async([&] { ++ran; throw task_error("unobserved"); });
+    // Dropped after it finished, waited but never got: counted at the drop.
+    {
+      auto f = weft::async([] { throw task_error("unobserved"); });
+      f.wait();
+    }
+    // Observed: get() rethrows, not counted.
+    auto g = weft::async([] { throw task_error("unobserved"); });
+    EXPECT_THROW(g.get(), task_error);
+    // Shared: one get() of several copies observes it.
+    weft::shared_future<void> s = weft::async([] { throw task_error("unobserved"); }).share();
+    auto copy = s;
+    EXPECT_THROW(copy.get(), task_error);
+    // No exception: nothing to count.
+    (void)weft::async([] { return 1; });
+    // A promise's exception is the setter's business: not counted.
+    {
+      weft::promise<int> p;
+      auto pf = p.get_future();
+      p.set_exception(std::make_exception_ptr(task_error("unobserved")));
+    }
+  });
+  ASSERT_TRUE(spin_until([&] { return ran.load() == 3; }));
+  // The fire-and-forget tasks may still be releasing their state.
+  ASSERT_TRUE(spin_until([&] { return rt->stats().unobserved_exceptions - base >= 4; }, 10s));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(rt->stats().unobserved_exceptions - base, 4u);
+}
+
+// A future that outlives its runtime may be dropped unobserved afterwards:
+// nothing is counted anywhere, nothing crashes.
+TEST(FutureUnobserved, DroppedAfterTheRuntimeIsGone) {
+  weft::future<int> f;
+  {
+    weft::runtime rt(make_options(2));
+    f = rt.async([]() -> int { throw task_error("unobserved"); });
+    f.wait();
+  }
+  weft::runtime other(make_options(1));
+  f = weft::future<int>();  // drops the last reference
+  EXPECT_EQ(other.stats().unobserved_exceptions, 0u);
+}
+
 }  // namespace

@@ -401,4 +401,124 @@ TEST(RuntimeStats, CountersAreMonotonicAndPlausible) {
   EXPECT_GE(s1.fibers_created, 1u);
 }
 
+// ------------------------------------------------------- enumerated options
+
+// An enumeration value that is none of its enumerators (cast from an
+// integer) is refused like a bad number, never crashes at first use.
+TEST(RuntimeOptions, EnumerationsOutOfRangeAreConfigurationErrors) {
+  auto expect_refused = [](weft::options o, const char* field) {
+    try {
+      weft::runtime rt(o);
+      ADD_FAILURE() << field << ": no configuration_error";
+    } catch (const weft::configuration_error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  weft::options o = make_options(1);
+  o.io = static_cast<weft::io_backend>(77);
+  expect_refused(o, "weft::options::io");
+  o = make_options(1);
+  o.policy = static_cast<weft::steal_policy>(9);
+  expect_refused(o, "weft::options::policy");
+  o = make_options(1);
+  o.priorities = static_cast<weft::options::priority_mode>(-3);
+  expect_refused(o, "weft::options::priorities");
+  o = make_options(1);
+  o.shutdown_grace = -1ms;
+  expect_refused(o, "weft::options::shutdown_grace");
+}
+
+// ------------------------------------------------------- shutdown grace
+
+// One rule for every sleep and timed wait at shutdown: they go on as usual
+// for options::shutdown_grace while ~runtime waits for the tasks, then every
+// deadline counts as reached. A 30 s this_task::sleep_for used to keep the
+// destructor waiting 30 s.
+TEST_P(RuntimeTest, ShutdownEndsSleepsAndTimedWaitsAfterTheGrace) {
+  weft::options o = options();
+  o.shutdown_grace = 200ms;
+  auto rt = std::make_unique<weft::runtime>(o);
+  weft::promise<int> never;  // nobody sets it before the runtime is gone
+  weft::shared_future<int> f = never.get_future().share();
+  std::atomic<int> started{0};
+  std::atomic<int> slept{0}, timed_out{0};
+  (void)rt->async([&] {
+    ++started;
+    weft::this_task::sleep_for(30s);
+    ++slept;
+  });
+  (void)rt->async([&] {
+    ++started;
+    weft::this_task::sleep_until(std::chrono::system_clock::now() + 1h);
+    ++slept;
+  });
+  (void)rt->async([&, f] {
+    ++started;
+    if (f.wait_for(1h) == std::future_status::timeout) ++timed_out;
+  });
+  ASSERT_TRUE(spin_until([&] { return started.load() == 3; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  rt.reset();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(slept.load(), 2);
+  EXPECT_EQ(timed_out.load(), 1);
+  EXPECT_GE(took, 150ms) << "the sleeps did not get their grace";
+  EXPECT_LT(took, 10s);
+  never.set_value(0);
+}
+
+// During the grace, sleeps last their time: a task that sleeps and then
+// fulfils what another waits for lets the destructor return normally.
+TEST_P(RuntimeTest, SleepsWithinTheGraceComplete) {
+  weft::options o = options();
+  o.shutdown_grace = 10s;
+  std::atomic<int> value{0};
+  std::chrono::steady_clock::duration slept{};
+  {
+    weft::runtime rt(o);
+    auto iv = std::make_shared<weft::ivar<int>>();
+    (void)rt.async([iv, &value] { value = iv->get(); });
+    (void)rt.async([iv, &slept] {
+      auto t0 = std::chrono::steady_clock::now();
+      weft::this_task::sleep_for(100ms);
+      slept = std::chrono::steady_clock::now() - t0;
+      iv->put(5);
+    });
+  }
+  EXPECT_EQ(value.load(), 5);
+  EXPECT_GE(slept, 100ms);
+}
+
+// shutdown_grace = 0: at once; the default is one second.
+TEST_P(RuntimeTest, ZeroGraceEndsSleepsAtOnce) {
+  weft::options o = options();
+  o.shutdown_grace = 0ms;
+  auto rt = std::make_unique<weft::runtime>(o);
+  std::atomic<bool> started{false};
+  (void)rt->async([&] {
+    started = true;
+    weft::this_task::sleep_for(1h);
+  });
+  ASSERT_TRUE(spin_until([&] { return started.load(); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  rt.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST(RuntimeOptions, DefaultShutdownGraceIsOneSecond) {
+  EXPECT_EQ(weft::options{}.shutdown_grace, std::chrono::milliseconds(1000));
+  auto rt = std::make_unique<weft::runtime>(make_options(2));
+  std::atomic<bool> started{false};
+  (void)rt->async([&] {
+    started = true;
+    weft::this_task::sleep_for(1h);
+  });
+  ASSERT_TRUE(spin_until([&] { return started.load(); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  rt.reset();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 900ms);
+  EXPECT_LT(took, 10s);
+}
+
 }  // namespace

@@ -168,4 +168,54 @@ TEST(StackOverflowDeathTest, SmallCustomStack) {
       "[Ss]tack overflow");
 }
 
+// A frame larger than the 64 KiB guard region: without a probe of every
+// page, its first write lands below the guard, in the neighbouring fiber's
+// stack (silent corruption) or in unmapped memory (a bare SIGSEGV). weft::weft
+// exports -fstack-clash-protection, so the frame's pages are touched in order
+// from the top and the first touch below the stack hits the guard.
+[[gnu::noinline]] int huge_frame(int seed) {
+  volatile char big[512 * 1024];
+  big[0] = static_cast<char>(seed);  // the lowest address, 512 KiB down
+  big[sizeof big - 1] = 1;
+  return big[0] + big[sizeof big - 1];
+}
+
+// The same with a run-time size (alloca), which the probes cover too.
+[[gnu::noinline]] int huge_alloca(std::size_t n) {
+  auto* p = static_cast<volatile char*>(__builtin_alloca(n));
+  p[0] = 1;
+  p[n - 1] = 2;
+  return p[0] + p[n - 1];
+}
+
+TEST(StackOverflowDeathTest, FrameLargerThanTheGuardRegion) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        weft::runtime rt(make_options(1, 128 * 1024));
+        rt.run([] { return huge_frame(1); });
+      },
+      "[Ss]tack overflow in a task");
+}
+
+TEST(StackOverflowDeathTest, AllocaLargerThanTheGuardRegion) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        weft::runtime rt(make_options(2, 128 * 1024));
+        rt.run([] {
+          auto f = weft::async([] { return huge_alloca(std::size_t{1} << 20); });
+          weft::this_task::yield();
+          return f.get();
+        });
+      },
+      "[Ss]tack overflow in a task");
+}
+
+// Below the limit, a big frame is fine (the probes cost nothing visible).
+TEST(StackFrames, LargeFrameWithinTheStack) {
+  weft::runtime rt(make_options(2, 2 * 1024 * 1024));
+  EXPECT_EQ(rt.run([] { return huge_frame(3); }), 4);
+}
+
 }  // namespace

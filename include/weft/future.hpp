@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <future>
@@ -24,6 +25,7 @@
 #include <utility>
 
 #include "weft/detail/completion.hpp"
+#include "weft/detail/deadline.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 
 namespace weft {
@@ -37,6 +39,11 @@ namespace detail {
 [[noreturn]] inline void throw_future_error(std::future_errc e) {
   throw std::future_error(e);
 }
+
+// The runtime whose worker calls this (0 on other threads), and the count of
+// exceptions of its async tasks that nobody observed (runtime::statistics).
+std::uint64_t current_runtime_id() noexcept;
+void note_unobserved_exception(std::uint64_t runtime_id) noexcept;
 
 // The state shared by a future/promise pair or an async task and its future.
 // Lifetime: reference counted; the producer (promise or running task) holds one
@@ -110,13 +117,25 @@ class future_state_base {
   void publish() noexcept { done_.set(); }
   void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
   const std::exception_ptr& error() const noexcept { return error_; }
+  // An async task's exception: remembers the runtime it belongs to, to count
+  // it there if nobody observes it.
+  void set_task_error(std::exception_ptr e) noexcept {
+    error_ = std::move(e);
+    runtime_id_ = current_runtime_id();  // compute() runs on a worker of the task's runtime
+  }
+  // get() is about to rethrow the stored exception. relaxed: only the
+  // destructor reads it, after the last release (acq_rel) of the state.
+  void mark_observed() noexcept { observed_.store(true, std::memory_order_relaxed); }
   bool retrieve() noexcept {
     // relaxed: only guards against a second get_future() on one promise.
     return !retrieved_.exchange(true, std::memory_order_relaxed);
   }
 
  protected:
-  virtual ~future_state_base() = default;
+  virtual ~future_state_base() {
+    if (error_ && runtime_id_ && !observed_.load(std::memory_order_relaxed))
+      note_unobserved_exception(runtime_id_);
+  }
   virtual void destroy() noexcept { delete this; }
   work_item* pending_item_ = nullptr;  // async tasks only; immutable
   void (*run_owned_)(future_state_base*) = nullptr;  // async tasks only
@@ -126,8 +145,10 @@ class future_state_base {
   std::atomic<int> refs_{1};
   std::atomic<bool> claimed_{false};
   std::atomic<bool> retrieved_{false};
+  std::atomic<bool> observed_{false};  // a get() rethrew error_
   unsigned char level_ = priority_levels;  // immutable after launch
   std::exception_ptr error_;  // written by the claimer before publish()
+  std::uint64_t runtime_id_ = 0;  // async tasks that failed: their runtime
 };
 
 template <class T>
@@ -186,7 +207,7 @@ class async_task final : public future_state<R>, public work_item {
         this->emplace(fn_());
       }
     } catch (...) {
-      this->set_error(std::current_exception());
+      this->set_task_error(std::current_exception());
     }
   }
   static void run(work_item* item) noexcept {
@@ -231,6 +252,7 @@ auto launch_async_at(scheduler* s, int level, F&& f, Args&&... args)
     if (!w) w = require_worker("weft::async");
     s = w->sched;
   }
+  prepare_level(s, level);  // may throw; nothing is counted or queued yet
   auto* t = new task_t(std::move(inv));
   bool local = w && w->sched == s;
   t->set_level(level >= 0 ? static_cast<unsigned>(level) : local ? w->level : default_priority_level);
@@ -258,7 +280,10 @@ template <> struct shared_get_result<void> { using type = void; };
 
 template <class T>
 decltype(auto) get_value(future_state<T>* s) {
-  if (s->error()) std::rethrow_exception(s->error());
+  if (s->error()) {
+    s->mark_observed();
+    std::rethrow_exception(s->error());
+  }
   if constexpr (!std::is_void_v<T>) return (s->value());
 }
 
@@ -289,18 +314,20 @@ class future {
     detail::check_wait_priority(state_->level());
     state_->wait();
   }
+  // Any duration or clock, max() and min() included: conversions saturate.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
-    return wait_until(std::chrono::steady_clock::now() + d);
+    check();
+    detail::check_wait_priority(state_->level());
+    return state_->wait_until(detail::deadline_after(d)) ? std::future_status::ready
+                                                         : std::future_status::timeout;
   }
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
     check();
     detail::check_wait_priority(state_->level());
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
-    return state_->wait_until(deadline) ? std::future_status::ready
-                                        : std::future_status::timeout;
+    return state_->wait_until(detail::to_steady_deadline(t)) ? std::future_status::ready
+                                                             : std::future_status::timeout;
   }
 
   // Waits, then returns the value (moved out) or rethrows the exception. The
@@ -321,7 +348,10 @@ class future {
         s = nullptr;
       }
     } r{state_, owned};
-    if (state_->error()) std::rethrow_exception(state_->error());
+    if (state_->error()) {
+      state_->mark_observed();
+      std::rethrow_exception(state_->error());
+    }
     if constexpr (!std::is_void_v<T>) return std::move(state_->value());
   }
 
@@ -367,17 +397,20 @@ class shared_future {
     detail::check_wait_priority(state_->level());
     state_->wait();
   }
+  // Any duration or clock, max() and min() included: conversions saturate.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
-    return wait_until(std::chrono::steady_clock::now() + d);
+    check();
+    detail::check_wait_priority(state_->level());
+    return state_->wait_until(detail::deadline_after(d)) ? std::future_status::ready
+                                                         : std::future_status::timeout;
   }
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
     check();
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(t - Clock::now());
-    return state_->wait_until(deadline) ? std::future_status::ready
-                                        : std::future_status::timeout;
+    detail::check_wait_priority(state_->level());
+    return state_->wait_until(detail::to_steady_deadline(t)) ? std::future_status::ready
+                                                             : std::future_status::timeout;
   }
   // Waits, then returns a reference to the value (void for T = void) or
   // rethrows the stored exception. May be called any number of times.

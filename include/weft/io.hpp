@@ -18,9 +18,12 @@
 //  * fd < 0, or closed                → EBADF (std::errc::bad_file_descriptor)
 //  * null buffer with a length > 0,   → std::errc::invalid_argument
 //    or a length > SSIZE_MAX (a negative length converted to size_t)
-//  * cancel(), a deadline passed to get_until/get_for, or the runtime being
-//    destroyed while the operation is pending → std::errc::operation_canceled
-//    (get_until/get_for report std::errc::timed_out instead)
+//  * cancel(), a deadline passed to get_until/get_for, or the end of the
+//    runtime's shutdown grace period (options::shutdown_grace) while the
+//    operation is pending → std::errc::operation_canceled (get_until/get_for
+//    report std::errc::timed_out instead)
+//  * a write to a pipe, FIFO or socket whose reader has gone → EPIPE
+//    (std::errc::broken_pipe), never SIGPIPE (docs/io.md)
 //
 // Semantics follow the system calls: one read/recv/write/send transfers at
 // most `len` bytes and may transfer fewer (a partial transfer); use read_exact
@@ -68,21 +71,22 @@ class io_future {
   bool valid() const noexcept { return op_ != nullptr; }
   bool is_ready() const {
     check();
-    return op_->done.is_set();
+    return detail::io_ready(op_);
   }
   void wait() const {
     check();
-    detail::wait(op_->done);
+    detail::io_wait(op_);
   }
+  // Any duration or clock, max() and min() included: conversions saturate.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
-    return wait_until(std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(d));
+    return wait_until(detail::deadline_after(d));
   }
-  std::future_status wait_until(std::chrono::steady_clock::time_point t) const {
+  template <class Clock, class Duration>
+  std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
     check();
-    return detail::wait_until(op_->done, t) ? std::future_status::ready
-                                           : std::future_status::timeout;
+    return detail::io_wait_until(op_, detail::to_steady_deadline(t)) ? std::future_status::ready
+                                                                     : std::future_status::timeout;
   }
 
   // Requests cancellation. If the operation has not completed yet it
@@ -109,43 +113,44 @@ class io_future {
   // Non-throwing form: on failure returns T{} and sets ec.
   T get(std::error_code& ec) {
     check();
-    detail::wait(op_->done);
+    detail::io_wait(op_);
     return take(ec);
   }
 
   // Waits at most until the deadline; if the operation is still pending then,
   // cancels it and fails with std::errc::timed_out (unless it completed in the
-  // meantime, in which case its result is returned).
-  T get_until(std::chrono::steady_clock::time_point deadline) {
+  // meantime, in which case its result is returned). Any duration or clock,
+  // max() included: conversions saturate, so get_for(seconds::max()) waits
+  // for as long as get() does.
+  template <class Clock, class Duration>
+  T get_until(const std::chrono::time_point<Clock, Duration>& t) {
     std::error_code ec;
     if constexpr (std::is_void_v<T>) {
-      get_until(deadline, ec);
+      get_until(t, ec);
       if (ec) throw std::system_error(ec, "weft::io");
     } else {
-      T v = get_until(deadline, ec);
+      T v = get_until(t, ec);
       if (ec) throw std::system_error(ec, "weft::io");
       return v;
     }
   }
-  T get_until(std::chrono::steady_clock::time_point deadline, std::error_code& ec) {
+  template <class Clock, class Duration>
+  T get_until(const std::chrono::time_point<Clock, Duration>& t, std::error_code& ec) {
     check();
-    if (!detail::wait_until(op_->done, deadline)) {
+    if (!detail::io_wait_until(op_, detail::to_steady_deadline(t))) {
       detail::io_cancel(op_);
-      detail::wait(op_->done);
+      detail::io_wait(op_);
       op_->timed_out_by_deadline = true;
     }
     return take(ec);
   }
   template <class Rep, class Period>
   T get_for(const std::chrono::duration<Rep, Period>& d) {
-    return get_until(std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(d));
+    return get_until(detail::deadline_after(d));
   }
   template <class Rep, class Period>
   T get_for(const std::chrono::duration<Rep, Period>& d, std::error_code& ec) {
-    return get_until(std::chrono::steady_clock::now() +
-                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(d),
-                     ec);
+    return get_until(detail::deadline_after(d), ec);
   }
 
  private:
@@ -173,7 +178,7 @@ class io_future {
     }
   }
   void reset() noexcept {
-    if (op_) op_->release();
+    if (op_) detail::io_drop(op_);
     op_ = nullptr;
   }
   detail::io_operation* op_ = nullptr;
@@ -194,11 +199,15 @@ io_future<int> accept(int listen_fd, sockaddr* addr = nullptr, socklen_t* addrle
 // failed (ECONNREFUSED, ...). addr must stay valid until completion.
 io_future<void> connect(int fd, const sockaddr* addr, socklen_t addrlen);
 // Completes at the deadline (or after the duration), suspending only the task.
+// Any duration or clock, max() included (conversions saturate).
 io_future<void> sleep_until(std::chrono::steady_clock::time_point deadline);
+template <class Clock, class Duration>
+io_future<void> sleep_until(const std::chrono::time_point<Clock, Duration>& t) {
+  return sleep_until(detail::to_steady_deadline(t));
+}
 template <class Rep, class Period>
 io_future<void> sleep_for(const std::chrono::duration<Rep, Period>& d) {
-  return sleep_until(std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(d));
+  return sleep_until(detail::deadline_after(d));
 }
 
 // Span conveniences.

@@ -62,6 +62,14 @@ struct options {
   std::chrono::microseconds aps_quantum{500};  // L
   double aps_efficiency = 0.9;                  // delta
   double aps_responsiveness = 2.0;              // rho
+
+  // Runtime shutdown (~runtime): how long outstanding tasks' I/O and sleeps
+  // go on as usual while the destructor waits for the tasks. After it, every
+  // deadline counts as reached: pending and new weft::io operations (sleeps
+  // included) complete with operation_canceled, this_task::sleep_* returns,
+  // and timed waits (wait_for, wait_until) time out. zero(): at once;
+  // milliseconds::max(): never (the destructor then waits for the I/O too).
+  std::chrono::milliseconds shutdown_grace{1000};
 };
 
 // Thrown when an option is invalid (for example WEFT_WORKERS=abc).
@@ -116,6 +124,11 @@ class runtime {
     std::size_t fibers_suspended;   // suspensions so far
     std::size_t steals;             // successful steals
     std::size_t parks;              // times a worker went to sleep
+    // Exceptions thrown by this runtime's async tasks that nobody observed:
+    // the future (and every shared_future) was dropped without a get() that
+    // rethrew it. They are discarded, as std::future discards them; this
+    // counts them (docs/api.md).
+    std::size_t unobserved_exceptions;
   };
   statistics stats() const noexcept;
 

@@ -74,12 +74,15 @@ class task_group {
   template <class F>
   void spawn_at(int level, F&& f) {
     using child_t = child<std::decay_t<F>>;
+    // The task may have moved to another worker since the last spawn.
+    detail::worker_view* w = detail::current_worker();
+    // Everything that may throw comes before the count: a failed spawn
+    // leaves the group as it was.
+    detail::prepare_level(w->sched, level);
     auto* c = new child_t(this, std::forward<F>(f));
     // relaxed: children decrement with acq_rel; the parent's own increment
     // needs no ordering (it happens before the push that publishes the child).
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    // The task may have moved to another worker since the last spawn.
-    detail::worker_view* w = detail::current_worker();
     if (level > least_urgent_child_) least_urgent_child_ = level;
     detail::push_task_at(w, level, c);
     detail::strand_boundary(w);

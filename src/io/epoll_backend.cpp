@@ -1,12 +1,13 @@
-// weft — the epoll backend, Cilk-L's design (paper 000 §3.2): one I/O thread
-// per worker; the worker hands requests over a lock-free SPSC queue and wakes
-// the I/O thread with an eventfd; the I/O thread attempts each request at
-// once, parks the ones that would block in its epoll set, performs them when
-// their descriptor becomes ready, and completes their futures (which makes the
-// waiting tasks resumable). Regular files are never "not ready" for epoll, so
-// the I/O thread performs them itself — the worker never blocks on them.
-// Requests from threads that are not workers, and cancellations, go through a
-// mutex-protected inbox.
+// weft — the epoll backend, Cilk-L's design (paper 000 §3.2): as many I/O
+// threads as workers; a worker hands requests over a lock-free queue and
+// wakes the I/O thread with an eventfd; the I/O thread attempts each request
+// at once, parks the ones that would block in its epoll set, performs them
+// when their descriptor becomes ready, and completes their futures (which
+// makes the waiting tasks resumable). Regular files are never "not ready" for
+// epoll, so the I/O thread performs them itself — the worker never blocks on
+// them. Every operation on one descriptor goes to the same I/O thread
+// (fd_order.hpp), whichever worker starts it, so their order is kept.
+// Cancellations go through a mutex-protected inbox.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -21,46 +22,50 @@
 #include <vector>
 
 #include "io_backend.hpp"
-#include "spsc_queue.hpp"
+#include "fd_order.hpp"
+#include "mpsc_queue.hpp"
+#include "../own_threads.hpp"
 
 namespace weft::detail {
 
 namespace {
 
+// A descriptor closed on every path (the I/O thread's constructor may throw
+// after opening them).
+struct owned_fd {
+  int fd = -1;
+  explicit owned_fd(int f) noexcept : fd(f) {}
+  owned_fd(const owned_fd&) = delete;
+  owned_fd& operator=(const owned_fd&) = delete;
+  ~owned_fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 class io_thread {
  public:
-  io_thread() {
-    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    evfd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epfd_ < 0 || evfd_ < 0) throw std::system_error(errno, std::system_category(), "weft: epoll backend");
+  explicit io_thread(fd_order& order)
+      : order_(order),
+        ep_(::epoll_create1(EPOLL_CLOEXEC)),
+        ev_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (ep_.fd < 0 || ev_.fd < 0)
+      throw std::system_error(errno, std::system_category(), "weft: epoll backend");
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = nullptr;  // the eventfd
-    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
-    thread_ = std::thread([this] { run(); });
+    ::epoll_ctl(ep_.fd, EPOLL_CTL_ADD, ev_.fd, &ev);
+    thread_ = start_thread("an I/O thread (epoll backend)", [this] { run(); });
   }
   ~io_thread() {
+    // release: the I/O thread reads it (acquire) after its next wake-up.
     stop_.store(true, std::memory_order_release);
     wake();
     thread_.join();
-    ::close(epfd_);
-    ::close(evfd_);
   }
 
-  // The owning worker's thread only.
-  void submit_from_worker(io_operation* op) {
-    if (!queue_.push(op)) {
-      submit_from_any(op);  // queue full: take the slow path
-      return;
-    }
-    wake();
-  }
   // Any thread.
-  void submit_from_any(io_operation* op) {
-    {
-      std::lock_guard lock(inbox_mutex_);
-      inbox_.push_back(op);
-    }
+  void submit(io_operation* op) {
+    queue_.push(op);
     wake();
   }
   void cancel(io_operation* op) {
@@ -72,6 +77,7 @@ class io_thread {
     wake();
   }
   void begin_shutdown() {
+    // release: the I/O thread reads it (acquire) after the wake-up below.
     shutting_down_.store(true, std::memory_order_release);
     wake();
   }
@@ -84,25 +90,28 @@ class io_thread {
 
   void wake() noexcept {
     std::uint64_t one = 1;
-    (void)!::write(evfd_, &one, sizeof one);
+    (void)!::write(ev_.fd, &one, sizeof one);
+  }
+
+  // Completes an operation this thread took over (see fd_order::leave).
+  void finish(io_operation* op, long long res) noexcept {
+    order_.leave(op);
+    io_complete(op, res);
   }
 
   void run() {
     std::vector<epoll_event> events(128);
-    std::vector<io_operation*> batch, cancel_batch;
+    std::vector<io_operation*> cancel_batch;
     for (;;) {
       std::uint64_t drained;
-      (void)!::read(evfd_, &drained, sizeof drained);
+      (void)!::read(ev_.fd, &drained, sizeof drained);
+      // acquire: pairs with begin_shutdown's release store.
       bool shutting = shutting_down_.load(std::memory_order_acquire);
-      io_operation* op;
-      while (queue_.pop(op)) accept_new(op, shutting);
+      while (io_operation* op = queue_.pop()) accept_new(op, shutting);
       {
         std::lock_guard lock(inbox_mutex_);
-        batch.swap(inbox_);
         cancel_batch.swap(cancels_);
       }
-      for (io_operation* o : batch) accept_new(o, shutting);
-      batch.clear();
       for (io_operation* o : cancel_batch) {
         if (pending_.count(o)) cancel_pending(o);
         o->release();
@@ -115,14 +124,16 @@ class io_thread {
       timespec* tp = nullptr;
       if (!timers_.empty()) {
         auto now = std::chrono::steady_clock::now();
-        auto d = timers_.begin()->first - now;
+        auto d = timers_.begin()->first - now;  // no overflow: both are >= 0
         if (d < std::chrono::nanoseconds(0)) d = std::chrono::nanoseconds(0);
+        // A far deadline (time_point::max() is "forever"): wake hourly.
+        if (d > std::chrono::hours(1)) d = std::chrono::hours(1);
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
         timeout.tv_sec = ns / 1000000000;
         timeout.tv_nsec = ns % 1000000000;
         tp = &timeout;
       }
-      int n = ::epoll_pwait2(epfd_, events.data(), static_cast<int>(events.size()), tp, nullptr);
+      int n = ::epoll_pwait2(ep_.fd, events.data(), static_cast<int>(events.size()), tp, nullptr);
       for (int i = 0; i < n; ++i) {
         if (!events[i].data.ptr) continue;  // eventfd: handled at the loop top
         int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(events[i].data.ptr) - 1);
@@ -135,29 +146,28 @@ class io_thread {
   void accept_new(io_operation* op, bool shutting) {
     // acquire: pairs with io_cancel's release store.
     if (shutting || op->cancel_requested.load(std::memory_order_acquire)) {
-      io_complete(op, -ECANCELED);
+      finish(op, -ECANCELED);
       return;
     }
     if (op->kind == io_kind::timeout) {
       if (op->deadline <= std::chrono::steady_clock::now()) {
-        io_complete(op, 0);
+        finish(op, 0);
         return;
       }
-      op->backend_data = nullptr;
       auto it = timers_.emplace(op->deadline, op);
       timer_pos_[op] = it;
       pending_.insert(op);
       return;
     }
-    bool regular = false;
-    long long r = prepare_io(op, true, &regular);
+    bool regular = op->regular_file;
+    long long r = op->prepared ? 0 : prepare_io(op, true, &regular);
     if (r < 0) {
-      io_complete(op, r);
+      finish(op, r);
       return;
     }
     if (regular) {
       // Never "not ready" for epoll: perform it here, on this thread.
-      io_complete(op, attempt_io(op));
+      finish(op, attempt_io(op));
       return;
     }
     fd_waiters& w = fds_[op->fd];
@@ -166,9 +176,9 @@ class io_thread {
     if (list.empty()) {
       r = attempt_io(op);
       if (r != -EAGAIN) {
-        int fd = op->fd;  // io_complete may free op
+        int fd = op->fd;  // finishing may free op
         if (w.in.empty() && w.out.empty() && !w.registered) fds_.erase(fd);
-        io_complete(op, r);
+        finish(op, r);
         return;
       }
     }
@@ -191,14 +201,14 @@ class io_thread {
     ev.data.ptr = reinterpret_cast<void*>(static_cast<std::intptr_t>(fd) + 1);
     int rc;
     if (want == 0) {
-      rc = ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
+      rc = ::epoll_ctl(ep_.fd, EPOLL_CTL_DEL, fd, &ev);
       if (rc < 0 && (errno == EBADF || errno == ENOENT)) rc = 0;  // closed already
     } else if (w.registered == 0) {
-      rc = ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
-      if (rc < 0 && errno == EEXIST) rc = ::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
+      rc = ::epoll_ctl(ep_.fd, EPOLL_CTL_ADD, fd, &ev);
+      if (rc < 0 && errno == EEXIST) rc = ::epoll_ctl(ep_.fd, EPOLL_CTL_MOD, fd, &ev);
     } else {
-      rc = ::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
-      if (rc < 0 && errno == ENOENT) rc = ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+      rc = ::epoll_ctl(ep_.fd, EPOLL_CTL_MOD, fd, &ev);
+      if (rc < 0 && errno == ENOENT) rc = ::epoll_ctl(ep_.fd, EPOLL_CTL_ADD, fd, &ev);
     }
     if (rc < 0) return false;
     w.registered = want;
@@ -221,10 +231,10 @@ class io_thread {
     // number be reused) at once.
     if (it->second.registered) {
       epoll_event ev{};
-      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, &ev);
+      ::epoll_ctl(ep_.fd, EPOLL_CTL_DEL, fd, &ev);
     }
     fds_.erase(it);
-    for (io_operation* o : failed) io_complete(o, err);
+    for (io_operation* o : failed) finish(o, err);
   }
 
   void on_ready(int fd, std::uint32_t ev) {
@@ -238,7 +248,7 @@ class io_thread {
     // Update epoll before completing: a completed task may close fd at once.
     bool ok = update_registration(fd);
     int err = errno;
-    for (auto [op, r] : done_) io_complete(op, r);
+    for (auto [op, r] : done_) finish(op, r);
     if (!ok) fail_fd(fd, -err);
   }
 
@@ -276,7 +286,7 @@ class io_thread {
         if (!update_registration(op->fd)) fail_fd(op->fd, -errno);
       }
     }
-    io_complete(op, -ECANCELED);
+    finish(op, -ECANCELED);
   }
 
   void cancel_everything() {
@@ -291,15 +301,15 @@ class io_thread {
       timers_.erase(timers_.begin());
       timer_pos_.erase(op);
       pending_.erase(op);
-      io_complete(op, 0);
+      finish(op, 0);
     }
   }
 
-  int epfd_ = -1;
-  int evfd_ = -1;
-  spsc_queue<io_operation*, 1024> queue_;
+  fd_order& order_;
+  owned_fd ep_;
+  owned_fd ev_;
+  mpsc_queue queue_;
   std::mutex inbox_mutex_;
-  std::vector<io_operation*> inbox_;    // guarded by inbox_mutex_
   std::vector<io_operation*> cancels_;  // guarded by inbox_mutex_
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> stop_{false};
@@ -315,20 +325,29 @@ class epoll_backend final : public io_backend {
  public:
   epoll_backend(unsigned workers, bool try_first) : try_first_(try_first) {
     threads_.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i) threads_.push_back(std::make_unique<io_thread>());
+    for (unsigned i = 0; i < workers; ++i) threads_.push_back(std::make_unique<io_thread>(order_));
   }
   const char* name() const noexcept override { return "epoll"; }
 
   void submit(io_operation* op, worker_view* w) override {
-    if (try_first_ && op->kind != io_kind::timeout &&
-        !shutting_down_.load(std::memory_order_relaxed)) {
+    if (op->kind == io_kind::timeout) {  // no order to keep: the worker's own thread
+      op->home = w ? w->index % static_cast<unsigned>(threads_.size()) : 0;
+      threads_[op->home]->submit(op);
+      return;
+    }
+    // relaxed: a hint; an operation that misses it is cancelled by the I/O
+    // thread, which reads the flag with acquire.
+    if (try_first_ && !shutting_down_.load(std::memory_order_relaxed)) {
       bool regular = false;
       long long r = prepare_io(op, true, &regular);
       if (r < 0) {
         io_complete(op, r);
         return;
       }
-      if (!regular) {
+      op->prepared = true;
+      op->regular_file = regular;
+      // Only while nothing on (fd, direction) is queued: never overtake.
+      if (!regular && order_.idle(op->fd, direction_of(op->kind))) {
         r = attempt_io(op);
         if (r != -EAGAIN) {
           io_complete(op, r);
@@ -336,13 +355,9 @@ class epoll_backend final : public io_backend {
         }
       }
     }
-    if (w) {
-      op->home = w->index % threads_.size();
-      threads_[op->home]->submit_from_worker(op);
-    } else {
-      op->home = 0;
-      threads_[0]->submit_from_any(op);
-    }
+    order_.enter(op);
+    op->home = fd_order::home_of(op->fd, static_cast<unsigned>(threads_.size()));
+    threads_[op->home]->submit(op);
   }
 
   void cancel(io_operation* op) override { threads_[op->home]->cancel(op); }
@@ -355,6 +370,7 @@ class epoll_backend final : public io_backend {
  private:
   bool try_first_;
   std::atomic<bool> shutting_down_{false};
+  fd_order order_;  // before threads_: they refer to it
   std::vector<std::unique_ptr<io_thread>> threads_;
 };
 

@@ -41,7 +41,6 @@ long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file
 std::unique_ptr<io_backend> make_epoll_backend(unsigned workers, bool try_first);
 std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first);  // throws if unavailable
 std::unique_ptr<io_backend> make_blocking_backend();
-bool uring_available() noexcept;
 
 }  // namespace weft::detail
 

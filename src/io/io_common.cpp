@@ -10,6 +10,7 @@
 #include <climits>
 #include <stdexcept>
 
+#include "../own_threads.hpp"
 #include "../scheduler.hpp"
 #include "io_backend.hpp"
 #include "weft/io.hpp"
@@ -96,9 +97,14 @@ long long attempt_io(io_operation* op) noexcept {
       case io_kind::read:
         r = ::read(op->fd, op->buf, op->len);
         break;
-      case io_kind::write:
+      case io_kind::write: {
+        // A pipe, FIFO or socket whose reader is gone raises SIGPIPE: it must
+        // fail with EPIPE, never kill the process (own_threads.hpp).
+        sigpipe_guard guard;
         r = ::write(op->fd, op->buf, op->len);
+        if (r < 0 && errno == EPIPE) guard.failed_with_epipe();
         break;
+      }
       case io_kind::recv:
         if (op->flags & MSG_WAITALL) {
           // MSG_WAITALL: keep going until the whole length, EOF or an error;
@@ -168,20 +174,30 @@ namespace weft::io {
 using namespace weft::detail;
 
 namespace {
+// Checks the calling context and creates the backend (either may throw)
+// before anything is allocated: a failed call leaks nothing.
 io_operation* new_op(io_kind kind, int fd) {
+  worker_view* w = require_worker("weft::io operations");
+  detail::io_backend* b = scheduler_io_backend(w->sched);
   auto* op = new io_operation();
   op->kind = kind;
   op->fd = fd;
+  op->backend = b;
   return op;
 }
 
 template <class T>
 io_future<T> start(io_operation* op) {
-  worker_view* w = require_worker("weft::io operations");
-  detail::io_backend* b = scheduler_io_backend(w->sched);
-  op->backend = b;
-  b->submit(op, w);
-  return make_io_future<T>(op);
+  // The future takes its reference first, so that it is released whatever
+  // happens below.
+  io_future<T> f = make_io_future<T>(op);
+  try {
+    op->backend->submit(op, current_worker());
+  } catch (...) {
+    io_complete(op, -ENOMEM);  // std::bad_alloc in a backend's bookkeeping
+    throw;
+  }
+  return f;
 }
 }  // namespace
 

@@ -1,13 +1,15 @@
-// weft — the io_uring backend: one ring per worker. The worker submits its
-// own requests straight to the kernel (no hand-off to another thread); a
-// reaper thread per ring waits for completions and completes the futures.
-// Regular files are truly asynchronous here. Submission-queue access is
-// serialised per ring by a mutex, so cancellations and requests from other
-// threads may use any ring; a worker normally touches only its own (no
-// contention).
+// weft — the io_uring backend: as many rings as workers. A worker submits
+// requests straight to the kernel (no hand-off to another thread); a reaper
+// thread per ring waits for completions and completes the futures. Regular
+// files are truly asynchronous here. Every operation on one descriptor goes
+// to the same ring (fd_order.hpp), whose per-descriptor queue keeps their
+// order, whichever worker starts them; submission-queue access is serialised
+// per ring by a mutex. Timeouts use the starting worker's ring.
 #include "io_backend.hpp"
 
 #if WEFT_HAVE_LIBURING
+#include "fd_order.hpp"
+#include "../own_threads.hpp"
 #include <liburing.h>
 
 #include <poll.h>
@@ -36,10 +38,15 @@ unsigned clamp_len(std::size_t len) noexcept {
 
 class ring {
  public:
-  ring() {
+  explicit ring(fd_order& order) : order_(order) {
     int rc = ::io_uring_queue_init(ring_entries, &ring_, 0);
     if (rc < 0) throw std::system_error(-rc, std::system_category(), "weft: io_uring_queue_init");
-    reaper_ = std::thread([this] { reap(); });
+    try {
+      reaper_ = start_thread("an io_uring reaper thread", [this] { reap(); });
+    } catch (...) {
+      ::io_uring_queue_exit(&ring_);
+      throw;
+    }
   }
   ~ring() {
     {
@@ -58,7 +65,7 @@ class ring {
     std::lock_guard lock(mutex_);
     // acquire: pairs with io_cancel's release store.
     if (shutting_down_ || op->cancel_requested.load(std::memory_order_acquire)) {
-      io_complete(op, -ECANCELED);
+      finish(op, -ECANCELED);
       return;
     }
     // The kernel does not complete two pending operations on one descriptor
@@ -74,6 +81,12 @@ class ring {
   }
 
  private:
+  // Completes an operation this ring took over (see fd_order::leave).
+  void finish(io_operation* op, long long res) noexcept {
+    order_.leave(op);
+    io_complete(op, res);
+  }
+
   // 0 for operations that need no ordering (timeouts, connect).
   static std::uint64_t order_key(const io_operation* op) noexcept {
     if (op->kind == io_kind::timeout || op->kind == io_kind::connect) return 0;
@@ -93,7 +106,7 @@ class ring {
       io_operation* next = it->second.front();
       if (shutting_down_ || next->cancel_requested.load(std::memory_order_acquire)) {
         it->second.pop_front();
-        io_complete(next, -ECANCELED);
+        finish(next, -ECANCELED);
         continue;
       }
       submit_locked(next);
@@ -126,8 +139,12 @@ class ring {
         io_uring_prep_connect(sqe, op->fd, op->peer, op->peer_len);
         break;
       case io_kind::timeout: {
+        // time_point::max() is "forever": a year is as good, and keeps the
+        // kernel's timespec arithmetic far from its limits.
+        const auto deadline = std::min(op->deadline, std::chrono::steady_clock::now() +
+                                                         std::chrono::hours(24 * 365));
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      op->deadline.time_since_epoch()).count();
+                      deadline.time_since_epoch()).count();
         op->kernel_timespec[0] = ns / 1000000000;
         op->kernel_timespec[1] = ns % 1000000000;
         // steady_clock is CLOCK_MONOTONIC, the default clock of an absolute
@@ -142,8 +159,8 @@ class ring {
     int rc = ::io_uring_submit(&ring_);
     if (rc < 0) {
       pending_.erase(op);
-      io_complete(op, rc);
       advance_locked(op);
+      finish(op, rc);
     }
   }
 
@@ -161,7 +178,7 @@ class ring {
       for (auto p = it->second.begin(); p != it->second.end(); ++p) {
         if (*p == op && p != it->second.begin()) {
           it->second.erase(p);
-          io_complete(op, -ECANCELED);
+          finish(op, -ECANCELED);
           return;
         }
       }
@@ -175,7 +192,7 @@ class ring {
     // Operations queued behind others: complete them now.
     for (auto& [key, q] : in_order_) {
       while (q.size() > 1) {
-        io_complete(q.back(), -ECANCELED);
+        finish(q.back(), -ECANCELED);
         q.pop_back();
       }
     }
@@ -238,13 +255,14 @@ class ring {
         // completion may free `op`, and advance_locked needs its fd/kind.
         io_operation* done_op = op;
         advance_locked(done_op);
-        io_complete(done_op, res);
+        finish(done_op, res);
       }
       std::lock_guard lock(mutex_);
       if (stopping_ && pending_.empty()) return;
     }
   }
 
+  fd_order& order_;
   io_uring ring_;
   std::mutex mutex_;  // serialises the submission queue and the fields below
   std::unordered_set<io_operation*> pending_;  // guarded by mutex_: in the kernel
@@ -259,15 +277,20 @@ class uring_backend final : public io_backend {
  public:
   uring_backend(unsigned workers, bool try_first) : try_first_(try_first) {
     rings_.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i) rings_.push_back(std::make_unique<ring>());
+    for (unsigned i = 0; i < workers; ++i) rings_.push_back(std::make_unique<ring>(order_));
   }
   const char* name() const noexcept override { return "io_uring"; }
 
   void submit(io_operation* op, worker_view* w) override {
-    // A deadline already past (even before the clock's epoch, which the kernel
-    // would reject as a negative time) completes at once.
-    if (op->kind == io_kind::timeout && op->deadline <= std::chrono::steady_clock::now()) {
-      io_complete(op, 0);
+    if (op->kind == io_kind::timeout) {
+      // A deadline already past (even before the clock's epoch, which the
+      // kernel would reject as a negative time) completes at once.
+      if (op->deadline <= std::chrono::steady_clock::now()) {
+        io_complete(op, 0);
+        return;
+      }
+      op->home = w ? w->index % static_cast<unsigned>(rings_.size()) : 0;
+      rings_[op->home]->submit(op);
       return;
     }
     bool regular = false;
@@ -276,14 +299,17 @@ class uring_backend final : public io_backend {
       io_complete(op, r);
       return;
     }
-    if (try_first_ && !regular && op->kind != io_kind::timeout && op->kind != io_kind::connect) {
+    // Only while nothing on (fd, direction) is queued: never overtake.
+    if (try_first_ && !regular && op->kind != io_kind::connect &&
+        order_.idle(op->fd, direction_of(op->kind))) {
       r = attempt_io(op);
       if (r != -EAGAIN) {
         io_complete(op, r);
         return;
       }
     }
-    op->home = w ? w->index % rings_.size() : 0;
+    order_.enter(op);
+    op->home = fd_order::home_of(op->fd, static_cast<unsigned>(rings_.size()));
     rings_[op->home]->submit(op);
   }
 
@@ -295,17 +321,11 @@ class uring_backend final : public io_backend {
 
  private:
   bool try_first_;
+  fd_order order_;  // before rings_: they refer to it
   std::vector<std::unique_ptr<ring>> rings_;
 };
 
 }  // namespace
-
-bool uring_available() noexcept {
-  io_uring probe;
-  if (::io_uring_queue_init(2, &probe, 0) < 0) return false;
-  ::io_uring_queue_exit(&probe);
-  return true;
-}
 
 std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first) {
   return std::make_unique<uring_backend>(workers, try_first);
@@ -318,7 +338,6 @@ std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first)
 #include <stdexcept>
 
 namespace weft::detail {
-bool uring_available() noexcept { return false; }
 std::unique_ptr<io_backend> make_uring_backend(unsigned, bool) {
   throw std::runtime_error("weft: this build has no io_uring support (liburing was not found)");
 }

@@ -257,15 +257,6 @@ class IoTest : public ::testing::TestWithParam<io_param> {
       << "got " << (ec).category().name() << ":" << (ec).value() << " ("       \
       << (ec).message() << "), expected " << std::make_error_code(errc_value).message()
 
-// The blocking backend performs the system call inside the call that starts
-// the operation (src/io/blocking_backend.cpp: submit), so read() etc. return
-// a completed future: nothing is ever pending for cancel() or a deadline to
-// act on, and a test that needs a pending operation would block forever.
-#define WEFT_IO_SKIP_IF_SYNCHRONOUS()                                              \
-  if (blocking())                                                                  \
-  GTEST_SKIP() << "blocking backend: the operation completes inside the call that " \
-                  "starts it, so it is never pending (nothing to cancel or time out)"
-
 #define ASSERT_ERRC(ec, errc_value)                                              \
   ASSERT_TRUE((ec) == std::make_error_condition(errc_value))                     \
       << "got " << (ec).category().name() << ":" << (ec).value() << " ("       \

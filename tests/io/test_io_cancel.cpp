@@ -13,7 +13,6 @@ class IoCancel : public IoTest {};
 // cancel() on a pending read completes it with operation_canceled; the data
 // that arrives afterwards is not consumed by it.
 TEST_P(IoCancel, CancelPendingRead) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair s = make_socketpair();
   rescuer r(10s, [&] { plain_write_all(s.b.get(), "!", 1); });
   run([&] {
@@ -34,7 +33,6 @@ TEST_P(IoCancel, CancelPendingRead) {
 }
 
 TEST_P(IoCancel, CancelPendingReadGetThrows) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair p = make_pipe();
   rescuer r(10s, [&] { plain_write_all(p.b.get(), "!", 1); });
   run([&] {
@@ -72,7 +70,6 @@ TEST_P(IoCancel, CancelAfterCompletionKeepsResult) {
 }
 
 TEST_P(IoCancel, CancelPendingWrite) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair s = make_socketpair(SOCK_STREAM | SOCK_NONBLOCK);
   set_socket_buffers(s.a.get(), 4096);
   set_socket_buffers(s.b.get(), 4096);
@@ -96,7 +93,6 @@ TEST_P(IoCancel, CancelPendingWrite) {
 }
 
 TEST_P(IoCancel, CancelPendingAcceptThenAcceptAgain) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   sockaddr_in addr{};
   unique_fd l = make_listener(&addr);
   rescuer r(10s, [&] {
@@ -120,7 +116,6 @@ TEST_P(IoCancel, CancelPendingAcceptThenAcceptAgain) {
 }
 
 TEST_P(IoCancel, CancelPendingSleep) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   run([&] {
     auto t0 = clk::now();
     auto f = weft::io::sleep_for(1h);
@@ -142,7 +137,6 @@ TEST_P(IoCancel, CancelPendingSleep) {
 
 // Many pending reads cancelled at once, all complete, no data is lost.
 TEST_P(IoCancel, CancelManyPendingReads) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   const int n = 500;
   std::vector<fd_pair> pairs;
   for (int i = 0; i < n; ++i) pairs.push_back(make_socketpair());
@@ -174,7 +168,6 @@ TEST_P(IoCancel, CancelManyPendingReads) {
 // cancel() racing with completion: either the read got the byte, or it was
 // cancelled and the byte is still in the socket. Never both, never neither.
 TEST_P(IoCancel, CancelRacingWithCompletionLosesNoData) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair s = make_socketpair();
   const int rounds = static_cast<int>(scaled(300, 60));
   int got_data = 0, got_cancel = 0;
@@ -211,7 +204,6 @@ TEST_P(IoCancel, CancelRacingWithCompletionLosesNoData) {
 // ------------------------------------------------------------- deadlines
 
 TEST_P(IoCancel, GetForTimesOut) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair s = make_socketpair();
   rescuer r(10s, [&] { plain_write_all(s.b.get(), "!", 1); });
   run([&] {
@@ -259,7 +251,6 @@ TEST_P(IoCancel, GetForReturnsResultInTime) {
 }
 
 TEST_P(IoCancel, WaitForTimesOutThenBecomesReady) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair s = make_socketpair();
   rescuer r(10s, [&] { plain_write_all(s.b.get(), "!", 1); });
   run([&] {
@@ -285,7 +276,6 @@ TEST_P(IoCancel, WaitForTimesOutThenBecomesReady) {
 }
 
 TEST_P(IoCancel, SleepGetForTimesOut) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   run([&] {
     auto t0 = clk::now();
     std::error_code ec;

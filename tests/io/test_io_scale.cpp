@@ -262,7 +262,6 @@ TEST_P(IoScale, ShutdownBeforeFirstIoOperation) {
 // io-wq threads rather than by polling) are cancelled by cancel() and by
 // shutdown with operation_canceled — not EINTR.
 TEST_P(IoScale, CancelPendingEventfdAndTimerfdReads) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   unique_fd efd(::eventfd(0, EFD_CLOEXEC));
   unique_fd tfd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   ASSERT_TRUE(efd);
@@ -421,7 +420,6 @@ TEST_P(IoScale, FutureWaitedFromAnotherTask) {
 // workers): the waiter suspends on one worker, the completion arrives from
 // the backend, the waiter resumes wherever it is picked up.
 TEST_P(IoScale, PendingFuturesHandedBetweenTasks) {
-  WEFT_IO_SKIP_IF_SYNCHRONOUS();
   fd_pair s = make_socketpair();
   const int rounds = static_cast<int>(scaled(2000, 300));
   run([&] {

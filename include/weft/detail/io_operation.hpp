@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "weft/detail/completion.hpp"
+#include "weft/detail/deadline.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 
 namespace weft::io {
@@ -44,6 +45,9 @@ struct io_operation {
   bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
   std::size_t transferred = 0;          // recv with MSG_WAITALL: bytes so far
   bool uring_poll_armed = false;        // io_uring: waiting for readiness, then retry
+  // prepare_io has run on the submitting worker (try-first), and its finding.
+  bool prepared = false;
+  bool regular_file = false;
   std::chrono::steady_clock::time_point deadline{};  // timeout
   std::int64_t kernel_timespec[2] = {0, 0};  // io_uring timeout storage
   // Set by io_cancel before it notifies the backend; a backend that receives
@@ -56,10 +60,18 @@ struct io_operation {
   bool timed_out_by_deadline = false;  // the future's owner only
 
   io_backend* backend = nullptr;
+  // Set by a backend that leaves the operation to be performed by whoever
+  // waits for it (the blocking backend, for an operation that would block):
+  // io_wait and friends then drive it through the backend. Written before the
+  // future is handed out; read by the future's owner.
+  bool deferred = false;
+  // Counted in the backend's per-descriptor order (fd_order.hpp) until it
+  // completes; written and read by the submitting thread and the completer.
+  bool ordered = false;
   // Backend bookkeeping (guarded by the backend's own rules).
   unsigned home = 0;                    // I/O thread or ring index
-  io_operation* next = nullptr;         // intrusive queue link
-  void* backend_data = nullptr;
+  // Intrusive link of the epoll backend's submission queue (mpsc_queue.hpp).
+  std::atomic<io_operation*> next{nullptr};
 
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
@@ -74,6 +86,34 @@ struct io_operation {
 bool io_complete(io_operation* op, long long res) noexcept;
 // Requests cancellation (see io_future::cancel).
 void io_cancel(io_operation* op);
+
+// The waits of io_future. An operation a backend deferred to its waiter is
+// performed here (blocking the waiting task's worker, as the blocking backend
+// does); any other just waits for its completion.
+void io_drive(io_operation* op, steady_time deadline) noexcept;
+inline void io_wait(io_operation* op) {
+  if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::max());
+  wait(op->done);
+}
+inline bool io_wait_until(io_operation* op, steady_time deadline) {
+  if (deadline == steady_time::max()) {  // no deadline
+    io_wait(op);
+    return true;
+  }
+  if (op->deferred && !op->done.is_set()) io_drive(op, deadline);
+  return wait_until(op->done, deadline);
+}
+inline bool io_ready(io_operation* op) {
+  // A deferred operation makes one attempt that does not wait.
+  if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::min());
+  return op->done.is_set();
+}
+// The future lets go of `op`. A deferred operation is performed first: a
+// dropped future does not cancel its operation, on any backend.
+inline void io_drop(io_operation* op) noexcept {
+  if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::max());
+  op->release();
+}
 
 template <class T>
 io::io_future<T> make_io_future(io_operation* op) noexcept {

@@ -105,9 +105,21 @@ inline void strand_boundary(worker_view* w) {
   if (w->level_switch_pending.load(std::memory_order_relaxed)) [[unlikely]] switch_level(w);
 }
 
-// Pushes a task of level `level` (-1: the caller's). Work of another level
-// goes to the worker's deque of that level and starts the APS master.
-void note_level_spawn(worker_view* w, unsigned level);
+// Work of a level other than the default runs only while the APS master
+// thread runs. Call before queuing work of `level` (-1: the caller's): starts
+// the master if it does not run yet, and throws std::system_error ("weft:
+// cannot start the priority scheduler's master thread") if it cannot, before
+// anything is queued, so a failure leaves nothing behind and a later call
+// tries again.
+void start_priority_master(scheduler* s);
+inline void prepare_level(scheduler* s, int level) {
+  if (level >= 0 && static_cast<unsigned>(level) != default_priority_level) start_priority_master(s);
+}
+
+// Pushes a task of level `level` (-1: the caller's); prepare_level must have
+// been called for it. Work of another level goes to the worker's deque of
+// that level, and the master is told (it may give that level a worker early).
+void note_level_spawn(worker_view* w, unsigned level) noexcept;
 inline void push_task_at(worker_view* w, int level, work_item* item) {
   if (level < 0 || static_cast<unsigned>(level) == w->level) {
     push_task(w, w->active.load(std::memory_order_relaxed), item);
