@@ -65,7 +65,10 @@ class io_future {
   io_future(const io_future&) = delete;
   io_future& operator=(const io_future&) = delete;
   // Dropping a pending operation's future does not cancel it: it completes
-  // in the background (call cancel() first to stop it).
+  // in the background (call cancel() first to stop it). Exception: a pending
+  // accept is cancelled (its connection stays in the listener's backlog for
+  // the next accept), and a socket accepted for a future dropped without
+  // get() is closed, never leaked.
   ~io_future() { reset(); }
 
   bool valid() const noexcept { return op_ != nullptr; }
@@ -167,6 +170,7 @@ class io_future {
       detail::io_operation* op;
       ~releaser() { op->release(); }
     } r{op};
+    op->result_taken = true;
     ec = op->error;
     if (ec == std::errc::operation_canceled && op->timed_out_by_deadline)
       ec = std::make_error_code(std::errc::timed_out);

@@ -34,6 +34,24 @@ bool io_complete(io_operation* op, long long res) noexcept {
   return true;
 }
 
+void io_operation_destroy(io_operation* op) noexcept {
+  // The last reference is gone; its completion, if any, is visible (acq_rel
+  // in release). An accepted socket nobody took would leak, and its client
+  // would stay connected to nobody: close it.
+  if (op->kind == io_kind::accept && !op->result_taken &&
+      op->completed.load(std::memory_order_relaxed) && !op->error && op->result >= 0)
+    ::close(static_cast<int>(op->result));
+  delete op;
+}
+
+void io_cancel_noexcept(io_operation* op) noexcept {
+  try {
+    io_cancel(op);
+  } catch (...) {
+    // No memory to record the request: the operation completes normally.
+  }
+}
+
 void io_cancel(io_operation* op) {
   // acquire: if it completed, nothing to do.
   if (op->completed.load(std::memory_order_acquire)) return;

@@ -16,6 +16,9 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -29,6 +32,12 @@ namespace weft::detail {
 namespace {
 
 constexpr unsigned ring_entries = 256;
+// Completion queue: far more than the submission queue. Every pending
+// operation (an accept or recv waiting for a peer) holds a future CQE; beyond
+// the CQ's size the kernel keeps CQEs on an overflow list allocated with
+// GFP_ATOMIC, and if that allocation fails the CQE is dropped (-EBADR): an
+// accepted descriptor lost for good. 16 bytes each: 256 KiB per ring.
+constexpr unsigned cq_entries = 16384;
 
 // An SQE's length field is 32 bits: 2^32 would become 0 (a fake end of file).
 // Cap at the kernel's own per-call limit (MAX_RW_COUNT), as read(2) does.
@@ -39,7 +48,10 @@ unsigned clamp_len(std::size_t len) noexcept {
 class ring {
  public:
   explicit ring(fd_order& order) : order_(order) {
-    int rc = ::io_uring_queue_init(ring_entries, &ring_, 0);
+    io_uring_params params{};
+    params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+    params.cq_entries = cq_entries;
+    int rc = ::io_uring_queue_init_params(ring_entries, &ring_, &params);
     if (rc < 0) throw std::system_error(-rc, std::system_category(), "weft: io_uring_queue_init");
     try {
       reaper_ = start_thread("an io_uring reaper thread", [this] { reap(); });
@@ -50,19 +62,19 @@ class ring {
   }
   ~ring() {
     {
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
       stopping_ = true;
       io_uring_sqe* sqe = get_sqe_locked();
       io_uring_prep_nop(sqe);
       io_uring_sqe_set_data(sqe, nullptr);  // wakes the reaper
-      ::io_uring_submit(&ring_);
+      flush_blocking(lock);
     }
     reaper_.join();
     ::io_uring_queue_exit(&ring_);
   }
 
   void submit(io_operation* op) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     // acquire: pairs with io_cancel's release store.
     if (shutting_down_ || op->cancel_requested.load(std::memory_order_acquire)) {
       finish(op, -ECANCELED);
@@ -78,6 +90,7 @@ class ring {
       if (q.size() > 1) return;  // submitted when the one ahead completes
     }
     submit_locked(op);
+    if (sq_backlog_) flush_blocking(lock);
   }
 
  private:
@@ -155,20 +168,46 @@ class ring {
       }
     }
     io_uring_sqe_set_data(sqe, op);
+    // From here on `op` belongs to the kernel: its SQE is in the submission
+    // ring and only its CQE may complete it, even if this submit fails (see
+    // flush_locked).
     pending_.insert(op);
+    flush_locked();
+  }
+
+  // One io_uring_submit. It fails only before the kernel consumed the SQEs
+  // (-EAGAIN: no memory for a request; -EBUSY: kernels 5.5..5.1x with a CQ
+  // overflow backlog); they stay in the ring and go with the next submit that
+  // succeeds, so their operations stay pending (completing one here would let
+  // its CQE — an accepted descriptor — arrive later for freed memory). Returns
+  // true if the submission queue is empty.
+  bool flush_locked() {
     int rc = ::io_uring_submit(&ring_);
-    if (rc < 0) {
-      pending_.erase(op);
-      advance_locked(op);
-      finish(op, rc);
+    if (rc < 0 && rc != -EAGAIN && rc != -EBUSY && rc != -EINTR) {
+      std::fprintf(stderr, "weft: fatal: io_uring_submit failed: %s\n", std::strerror(-rc));
+      std::abort();  // the ring is unusable; pending operations could never complete
+    }
+    sq_backlog_ = ::io_uring_sq_ready(&ring_) > 0;
+    return !sq_backlog_;
+  }
+  // For threads other than the reaper (which must keep reaping for the
+  // kernel to accept more): retries until the submission queue is empty.
+  void flush_blocking(std::unique_lock<std::mutex>& lock) {
+    auto pause = std::chrono::microseconds(20);
+    while (!flush_locked()) {
+      lock.unlock();
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
+      lock.lock();
     }
   }
 
  public:
   void cancel(io_operation* op) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (pending_.count(op)) {
       request_cancel_locked(op);
+      if (sq_backlog_) flush_blocking(lock);
       return;
     }
     // Queued behind another operation on the same descriptor: drop it here.
@@ -186,9 +225,10 @@ class ring {
   }
 
   void begin_shutdown() {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     shutting_down_ = true;
     for (io_operation* op : pending_) request_cancel_locked(op);
+    if (sq_backlog_) flush_blocking(lock);
     // Operations queued behind others: complete them now.
     for (auto& [key, q] : in_order_) {
       while (q.size() > 1) {
@@ -201,7 +241,7 @@ class ring {
  private:
   io_uring_sqe* get_sqe_locked() {
     io_uring_sqe* sqe;
-    while (!(sqe = ::io_uring_get_sqe(&ring_))) ::io_uring_submit(&ring_);
+    while (!(sqe = ::io_uring_get_sqe(&ring_))) flush_locked();  // full: hand it over
     return sqe;
   }
 
@@ -209,15 +249,38 @@ class ring {
     io_uring_sqe* sqe = get_sqe_locked();
     io_uring_prep_cancel64(sqe, reinterpret_cast<__u64>(op), 0);
     io_uring_sqe_set_data(sqe, nullptr);  // the cancel's own completion is ignored
-    ::io_uring_submit(&ring_);
+    flush_locked();
   }
 
   void reap() {
     for (;;) {
+      bool backlog;
+      {
+        std::lock_guard lock(mutex_);
+        backlog = sq_backlog_ && !flush_locked();
+      }
       io_uring_cqe* cqe = nullptr;
-      int rc = ::io_uring_wait_cqe(&ring_, &cqe);
-      if (rc == -EINTR) continue;
-      if (rc < 0) continue;
+      int rc;
+      if (backlog) {
+        // SQEs wait for a submit that succeeds: retry soon even if nothing
+        // completes meanwhile. (Not io_uring_wait_cqe_timeout: without
+        // IORING_FEAT_EXT_ARG, before 5.11, it queues a timeout SQE itself,
+        // outside mutex_.) peek still flushes the kernel's CQ overflow list.
+        rc = ::io_uring_peek_cqe(&ring_, &cqe);
+        if (rc == -EAGAIN) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          continue;
+        }
+      } else {
+        rc = ::io_uring_wait_cqe(&ring_, &cqe);
+      }
+      if (rc == -EBADR) {
+        // The kernel dropped CQEs (no memory for its overflow list): their
+        // operations — accepted descriptors among them — can never complete.
+        std::fputs("weft: fatal: io_uring dropped completions (CQ overflow)\n", stderr);
+        std::abort();
+      }
+      if (rc < 0) continue;  // -EINTR
       auto* op = static_cast<io_operation*>(io_uring_cqe_get_data(cqe));
       long long res = cqe->res;
       ::io_uring_cqe_seen(&ring_, cqe);
@@ -243,7 +306,7 @@ class ring {
                                  direction_of(op->kind) == io_direction::in ? POLLIN : POLLOUT);
           io_uring_sqe_set_data(sqe, op);
           op->uring_poll_armed = true;
-          ::io_uring_submit(&ring_);
+          flush_locked();
           continue;
         }
         if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
@@ -270,6 +333,7 @@ class ring {
   std::unordered_map<std::uint64_t, std::deque<io_operation*>> in_order_;  // guarded by mutex_
   bool shutting_down_ = false;                 // guarded by mutex_
   bool stopping_ = false;                      // guarded by mutex_
+  bool sq_backlog_ = false;  // guarded by mutex_: SQEs a failed submit left queued
   std::thread reaper_;
 };
 

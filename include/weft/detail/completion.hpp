@@ -46,6 +46,9 @@ struct waiter {
   // the race to the timer; the timed-out owner waits for it (acquire) before
   // its stack frame — and this waiter — goes away.
   std::atomic<bool> completer_done{false};
+  // The completion's epoch when this waiter was listed (guarded by the
+  // completion's lock): it is still listed iff the epoch has not moved since.
+  std::uint16_t epoch = 0;
   waiter* next = nullptr;  // guarded by the completion's lock
   waiter* prev = nullptr;  // guarded by the completion's lock
   // Wakes the owner; called at most once, by whoever won `state`.
@@ -83,8 +86,9 @@ class completion {
   // Registration protocol, used by src/suspension.cpp. Returns false (and does
   // not register) when the event is already set.
   bool add_waiter(waiter* w) noexcept;
-  // Removes a waiter that timed out. Returns true if it was still listed;
-  // false means a completer took it and will call wake or set completer_done.
+  // Removes a waiter that timed out, in O(1). Returns true if it was still
+  // listed; false means a completer took it and will call wake or set
+  // completer_done.
   bool remove_waiter(waiter* w) noexcept;
 
  private:
@@ -94,6 +98,11 @@ class completion {
   static constexpr std::uint32_t has_waiters_bit = 2;
   std::atomic<std::uint32_t> bits_{0};
   spin_lock lock_;
+  // Guarded by lock_: bumped each time wake_all takes the list, so that a
+  // waiter knows in O(1) whether it is still listed (remove_waiter). 16 bits
+  // are enough: a waiter compares it with the value it saw at most one set()
+  // earlier (the completion is set once between resets).
+  std::uint16_t epoch_ = 0;
   waiter* head_ = nullptr;  // guarded by lock_
 };
 
@@ -115,6 +124,7 @@ inline bool completion::add_waiter(waiter* w) noexcept {
                                     std::memory_order_acquire))
       break;
   }
+  w->epoch = epoch_;
   w->prev = nullptr;
   w->next = head_;
   if (head_) head_->prev = w;
@@ -125,10 +135,10 @@ inline bool completion::add_waiter(waiter* w) noexcept {
 
 inline bool completion::remove_waiter(waiter* w) noexcept {
   lock_.lock();
-  bool listed = false;
-  for (waiter* p = head_; p; p = p->next) {
-    if (p == w) { listed = true; break; }
-  }
+  // Listed waiters all carry the current epoch; wake_all bumps it when it
+  // takes the whole list. (A scan of the list was quadratic when many timed
+  // waiters on one event timed out: 40,000 took 131 s.)
+  const bool listed = w->epoch == epoch_;
   if (listed) {
     if (w->prev) w->prev->next = w->next; else head_ = w->next;
     if (w->next) w->next->prev = w->prev;
@@ -141,6 +151,7 @@ inline void completion::wake_all() noexcept {
   lock_.lock();
   waiter* list = head_;
   head_ = nullptr;
+  ++epoch_;  // every waiter taken here is no longer listed
   lock_.unlock();
   // From here on `this` is not touched: a woken waiter may free it.
   while (list) {

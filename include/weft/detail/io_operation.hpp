@@ -58,6 +58,11 @@ struct io_operation {
   long long result = 0;
   std::error_code error;
   bool timed_out_by_deadline = false;  // the future's owner only
+  // The future's owner took the result (io_future::take). Until then an
+  // accepted descriptor belongs to the operation: if the last reference goes
+  // without anyone taking it (a dropped future), io_operation_destroy closes
+  // it rather than leak it and leave its client connected to nobody.
+  bool result_taken = false;
 
   io_backend* backend = nullptr;
   // Set by a backend that leaves the operation to be performed by whoever
@@ -74,11 +79,17 @@ struct io_operation {
   std::atomic<io_operation*> next{nullptr};
 
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
-  void release() noexcept {
-    // acq_rel: the last owner sees every write before freeing.
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
+  void release() noexcept;
 };
+
+// Frees `op`, closing a descriptor it accepted that nobody took (io_common.cpp).
+void io_operation_destroy(io_operation* op) noexcept;
+
+inline void io_operation::release() noexcept {
+  // acq_rel: the last owner sees every write (the completion included)
+  // before freeing.
+  if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) io_operation_destroy(this);
+}
 
 // Completes `op` with a syscall-style result (res >= 0, or -errno) unless it
 // was completed already; drops the backend's reference. Returns true if this
@@ -86,6 +97,9 @@ struct io_operation {
 bool io_complete(io_operation* op, long long res) noexcept;
 // Requests cancellation (see io_future::cancel).
 void io_cancel(io_operation* op);
+// The same where an exception cannot be thrown (a destructor): a backend that
+// cannot record the request (std::bad_alloc) leaves the operation to complete.
+void io_cancel_noexcept(io_operation* op) noexcept;
 
 // The waits of io_future. An operation a backend deferred to its waiter is
 // performed here (blocking the waiting task's worker, as the blocking backend
@@ -108,9 +122,13 @@ inline bool io_ready(io_operation* op) {
   if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::min());
   return op->done.is_set();
 }
-// The future lets go of `op`. A deferred operation is performed first: a
-// dropped future does not cancel its operation, on any backend.
+// The future lets go of `op`. A dropped future does not cancel its
+// operation, on any backend (a deferred one is performed first), except an
+// accept: nobody could take its socket any more, so it is cancelled and the
+// connection stays in the listener's backlog for the next accept (if it was
+// accepted all the same, io_operation_destroy closes the socket).
 inline void io_drop(io_operation* op) noexcept {
+  if (op->kind == io_kind::accept && !op->done.is_set()) io_cancel_noexcept(op);
   if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::max());
   op->release();
 }
