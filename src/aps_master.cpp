@@ -50,7 +50,7 @@ void scheduler::switch_level(worker* w) {
   // The task stays ready at its level: suspend it and make it resumable at
   // once (its deque is donated to that level's sets), and move the worker.
   suspend(w, [](void* s, fiber* self) noexcept {
-    static_cast<scheduler*>(s)->make_resumable(self, /*wakeup=*/false);
+    static_cast<scheduler*>(s)->make_resumable(self, resume_kind::yielded);
   }, this, static_cast<int>(target));
 }
 

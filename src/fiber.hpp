@@ -24,18 +24,20 @@ struct fiber {
   ctx::fcontext_t context = nullptr;
   stack_region stack;  // empty for a worker thread's own (native) context
   scheduler* owner = nullptr;
-  // While suspended: the deque that was active when the task blocked. Its
-  // items are still stealable; the fiber's continuation is pushed to its
-  // bottom when the fiber becomes resumable.
+  // While suspended (ProWS): the deque that was active when the task
+  // blocked, if it still held items (they stay stealable, in a set); whoever
+  // resumes the fiber adopts it. nullptr if the deque was empty (the worker
+  // kept it) or under ParWS: the fiber then resumes with the resumer's deque.
   deque_record* deque = nullptr;
-  // The continuation: pushed into `deque` on resumption; whoever steals it
-  // adopts the deque and switches to this fiber.
+  // Executed by the worker that takes the fiber from a ready queue: adopts
+  // `deque` (if any) and switches to the fiber (scheduler::resume_ready).
   work_item resume_item;
-  // Parsimonious policy: the worker (and level) whose resumed list receives
-  // this fiber.
+  // While suspended: the worker it blocked on and its level (the level of
+  // the ready queue that receives it; ParWS: that worker's queue).
   unsigned home = 0;
   unsigned level = 0;
-  fiber* next_free = nullptr;  // fiber pool link
+  fiber* next_free = nullptr;   // fiber pool link
+  fiber* ready_link = nullptr;  // ready_queue FIFO link (guarded by its lock)
   // The C++ runtime's per-thread exception state (caught-exception stack,
   // uncaught count) of this fiber while it is switched out: exception state
   // belongs to a task, not to the thread it happens to run on.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "io/io_backend.hpp"
 #include "overflow_guard.hpp"
@@ -270,7 +271,7 @@ fiber* scheduler::acquire_fiber(worker* w) {
     }
   }
   if (!f) {
-    f = new fiber(&scheduler::resume_stolen);
+    f = new fiber(&scheduler::resume_ready);
     f->owner = this;
     try {
       f->stack = stacks_.acquire();
@@ -421,7 +422,8 @@ void scheduler::set_level_deque(worker* w, unsigned level, deque_record* d) noex
 
 namespace {
 struct suspend_args {
-  deque_record* deque;
+  deque_record* deque;  // parked with the fiber (ProWS, non-empty), or nullptr
+  bool run_newest;      // move the parked deque's newest item to the worker's deque
   scheduler::commit_fn commit;
   void* arg;
 };
@@ -433,103 +435,80 @@ void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   fiber* self = w->running;
   w->suspensions.add();
   const unsigned level = w->level;
-  if (parsimonious_) {
-    // ParWS: the worker keeps its active deque (and goes on popping it) on a
-    // fresh fiber; the task's fiber will come back through w's resumed list.
-    self->deque = nullptr;
-    self->home = w->index;
-    self->level = level;
-    fiber* next = acquire_fiber(w);
-    if (new_level >= 0) {
-      w->level = static_cast<unsigned>(new_level);
-      w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
-                      std::memory_order_release);
-    }
-    suspend_args a{nullptr, commit, arg};
-    switch_to(w, next, {&post_suspend, &a}, false);
-    return;
-  }
+  self->home = w->index;
+  self->level = level;
   auto* d = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
-  self->deque = d;
-  deque_record* fresh = acquire_deque(w, level);
   fiber* next = acquire_fiber(w);
-  set_level_deque(w, level, fresh);
+  // The task's deque goes with its fiber only under ProWS and only if it
+  // holds items (only the owner pushes, so an empty deque stays empty): an
+  // empty one is interchangeable with any other, so the worker keeps it — no
+  // deque is parked per blocked task. ParWS always keeps it (paper 002).
+  const bool park = !parsimonious_ && !d->looks_empty();
+  self->deque = park ? d : nullptr;
+  if (park) set_level_deque(w, level, acquire_deque(w, level));
   if (new_level >= 0) w->level = static_cast<unsigned>(new_level);
-  // release: as above.
+  // release: a thief that loads the (new) active deque sees it initialised.
   w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
                   std::memory_order_release);
-  suspend_args a{d, commit, arg};
+  // A task that blocks (not one that changes level) lets its worker run its
+  // newest item next — usually the child it waits for: depth-first, as
+  // Cilk's child-first order would have run it already.
+  suspend_args a{park ? d : nullptr, park && new_level < 0, commit, arg};
   switch_to(w, next, {&post_suspend, &a}, false);
-  // Resumed: the adopting worker made `d` its active deque again.
+  // Resumed, by a worker that adopted `d` (if it was parked).
 }
 
 namespace {
 void post_suspend(worker* w, fiber* suspended, void* p) noexcept {
   suspend_args a = *static_cast<suspend_args*>(p);  // the frame may resume soon
   scheduler* s = w->sched;
-  // ProWS step 2: donate the suspended deque to a random worker, if it still
-  // holds stealable items (an empty suspended deque is unstealable: it waits,
-  // in no set, until its fiber becomes resumable).
-  if (a.deque && !a.deque->looks_empty()) {
-    s->ensure_stealable(a.deque);
+  if (a.deque) {
+    // This worker still owns the parked deque until the commit below
+    // publishes its fiber: it may pop its bottom (thieves only take the top).
+    if (a.run_newest) {
+      if (work_item* newest = a.deque->pop())
+        push_task(w, w->active.load(std::memory_order_relaxed), newest);
+    }
+    // ProWS step 2: donate the parked deque to a random worker if it still
+    // holds stealable items (an empty one waits in no set for its fiber).
+    if (!a.deque->looks_empty()) s->ensure_stealable(a.deque);
   }
   a.commit(a.arg, suspended);  // after this, `suspended` may run anywhere
 }
 }  // namespace
 
-void scheduler::make_resumable(fiber* f, bool wakeup) noexcept {
-  // Read before publishing f: once pushed, it may run (and be recycled) on
+void scheduler::make_resumable(fiber* f, resume_kind kind) noexcept {
+  // Read before publishing f: once queued, it may run (and be recycled) on
   // another worker at once.
   const unsigned level = f->level;
-  if (parsimonious_) {
-    resumed_list& r = workers_[f->home]->resumed[f->level];
-    r.lock.lock();
-    r.fibers.push_back(f);
-    // release: a worker reading the hint then taking the lock finds f.
-    r.size_hint.store(r.fibers.size(), std::memory_order_release);
-    r.lock.unlock();
-    full_fence();  // waking side of the parking handshake
-    if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
-    if (wakeup) note_level_ready(level);
-    return;
-  }
-  deque_record* d = f->deque;
-  // The deque has no owner while its fiber is suspended; this thread acts as
-  // its owner for this one push. It synchronised with the suspending worker
-  // through the event's registration (lock or CAS), so it sees d's bottom.
-  d->push(&f->resume_item);
-  // Locality: a continuation resumed by one of our workers goes into that
-  // worker's set — it is often about to look for work (it just completed
-  // what the task waited for) and the data is in its cache; idle workers
-  // still steal it. From other threads: a random worker, as ProWS donates.
+  // ProWS: the resumer's queue (locality: it often just produced what the
+  // task waited for, and is about to look for work); from other threads, the
+  // worker the task blocked on. ParWS: always the latter (paper 002).
   worker* me = this_worker();
-  ensure_stealable(d, me && me->sched == this ? static_cast<int>(me->index) : -1);
+  const unsigned target = !parsimonious_ && me && me->sched == this ? me->index : f->home;
+  ready_queue& q = workers_[target]->ready[level];
+  q.lock.lock();
+  if (kind == resume_kind::yielded) {
+    f->ready_link = nullptr;
+    if (q.tail) q.tail->ready_link = f; else q.head = f;
+    q.tail = f;
+  } else {
+    if (fiber* displaced = q.next) {  // the older wake-up joins the FIFO
+      displaced->ready_link = nullptr;
+      if (q.tail) q.tail->ready_link = displaced; else q.head = displaced;
+      q.tail = displaced;
+    }
+    q.next = f;
+  }
+  ++q.size;
+  // release: a worker reading the hint then taking the lock finds f.
+  q.size_hint.store(q.size, std::memory_order_release);
+  q.lock.unlock();
   // seq_cst: the waking side of the parking handshake (slow path, full fence).
   full_fence();
   if (parking_.sleepers().load(std::memory_order_relaxed) > 0) parking_.wake_one();
-  if (wakeup) note_level_ready(level);
+  if (kind == resume_kind::woken) note_level_ready(level);
 }
-
-void scheduler::resume_stolen(work_item* item) noexcept {
-  fiber* f = fiber::from_resume_item(item);
-  worker* w = this_worker();
-  scheduler* s = w->sched;
-  deque_record* d = f->deque;
-  // The continuation is pushed last and stolen from the top, so `d` is empty
-  // now: adopt it as our active deque (ProWS "mugging") and drop ours, which
-  // is empty because we were looking for work.
-  s->leave_set(d);
-  // The thief steals only at its own level, so d->level == w->level.
-  auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
-  s->set_level_deque(w, d->level, d);
-  // release: see suspend().
-  w->active.store(d, std::memory_order_release);
-  s->recycle_deque(w, old);
-  s->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
-  __builtin_unreachable();  // this fiber's frames are abandoned and recycled
-}
-
-// --- parsimonious policy: resumed fibers re-injected as a parallel loop ---------
 
 namespace {
 // A parallel loop over resumed fibers (paper 002 Figure 3, line 9): executing
@@ -542,20 +521,88 @@ struct resume_batch final : work_item {
 };
 }  // namespace
 
-work_item* scheduler::take_resumed(resumed_list& r) {
+work_item* scheduler::take_ready(worker* w, ready_queue& q, ready_take which) {
   // acquire: pairs with make_resumable's release store.
-  if (r.size_hint.load(std::memory_order_acquire) == 0) return nullptr;
-  auto* batch = new resume_batch();
-  r.lock.lock();
-  batch->fibers.swap(r.fibers);
-  r.size_hint.store(0, std::memory_order_release);
-  r.lock.unlock();
-  if (batch->fibers.empty()) {
-    delete batch;
+  if (q.size_hint.load(std::memory_order_acquire) == 0) return nullptr;
+  q.lock.lock();
+  fiber* f = nullptr;
+  switch (which) {
+    case ready_take::newest:
+      // The newest wake-up (depth-first), but not forever while older ones
+      // wait: after 64 in a row, let the FIFO (and injected work) have a turn.
+      if (q.next && (!q.head || w->next_streak < 64)) {
+        f = std::exchange(q.next, nullptr);
+        w->next_streak = q.head ? w->next_streak + 1 : 0;
+      } else {
+        w->next_streak = 0;
+      }
+      break;
+    case ready_take::oldest:
+      if (q.head) {
+        f = q.head;
+        q.head = f->ready_link;
+        if (!q.head) q.tail = nullptr;
+      }
+      break;
+    case ready_take::any:  // thieves: the oldest first
+      if (q.head) {
+        f = q.head;
+        q.head = f->ready_link;
+        if (!q.head) q.tail = nullptr;
+      } else {
+        f = std::exchange(q.next, nullptr);
+      }
+      break;
+  }
+  if (!f) {
+    q.lock.unlock();
     return nullptr;
   }
-  return batch;
+  --q.size;
+  // ParWS: a thief takes the whole FIFO as one parallel loop over the
+  // resumed fibers (paper 002 Figure 3, addResumedVertices).
+  if (parsimonious_ && which == ready_take::any && q.head) {
+    auto* batch = new resume_batch();
+    batch->fibers.push_back(f);
+    for (fiber* g = q.head; g; g = g->ready_link) batch->fibers.push_back(g);
+    q.size -= batch->fibers.size() - 1;
+    q.head = q.tail = nullptr;
+    q.size_hint.store(q.size, std::memory_order_release);
+    q.lock.unlock();
+    return batch;
+  }
+  // release: as in make_resumable.
+  q.size_hint.store(q.size, std::memory_order_release);
+  q.lock.unlock();
+  return &f->resume_item;
 }
+
+void scheduler::resume_ready(work_item* item) noexcept {
+  fiber* f = fiber::from_resume_item(item);
+  worker* w = this_worker();
+  w->sched->adopt_deque_of(w, f);
+  w->sched->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
+  __builtin_unreachable();  // this fiber's frames are abandoned and recycled
+}
+
+void scheduler::adopt_deque_of(worker* w, fiber* f) noexcept {
+  deque_record* d = f->deque;
+  if (!d) return;  // resumes with our active deque
+  f->deque = nullptr;
+  // Only f's resumer adopts d ("mugging", ProWS): take it out of its set
+  // (thieves holding a stale pointer may still steal its top: valid) and
+  // make it our active deque. Ours is empty: we were looking for work (only
+  // the owner pushes).
+  leave_set(d);
+  // Ready queues are per level and workers take only their own level's.
+  auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
+  set_level_deque(w, d->level, d);
+  // release: see suspend().
+  w->active.store(d, std::memory_order_release);
+  recycle_deque(w, old);
+}
+
+// --- resumed fibers as a parallel loop (ParWS thieves) -----------------------------
 
 void scheduler::run_resume_batch(work_item* item) noexcept {
   auto* batch = static_cast<resume_batch*>(item);

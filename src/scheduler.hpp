@@ -20,6 +20,8 @@ namespace weft::detail {
 
 class io_backend;
 
+enum class resume_kind { woken, ready_again, yielded };
+
 class scheduler {
  public:
   explicit scheduler(const options& resolved);
@@ -56,6 +58,18 @@ class scheduler {
   using commit_fn = void (*)(void* arg, fiber* suspended) noexcept;
   // `new_level` >= 0: the worker moves to that level (APS level switch).
   void suspend(worker* w, commit_fn commit, void* arg, int new_level = -1);
+  // this_task::yield: is anything else ready for w to run (its own deque,
+  // injected work, a ready fiber or a donated deque at its level, or a level
+  // switch)? Reads hints that change rarely, so it costs a few loads.
+  bool others_ready(worker* w) const noexcept;
+  // A strand boundary without a switch (a yield that found nothing else to
+  // run): restarts the APS span, if the master runs.
+  void mark_strand_boundary(worker* w) noexcept {
+    // relaxed: see begin_span.
+    if (!aps_running_.load(std::memory_order_relaxed)) return;
+    end_span(w);
+    begin_span(w);
+  }
   // APS: the worker is asked to change level (strand boundary in a task).
   void switch_level(worker* w);
   // Starts the APS master thread if priorities are adaptive and it does not
@@ -76,13 +90,13 @@ class scheduler {
       request_early_quantum();
   }
   bool aps_enabled() const noexcept { return opts_.priorities == options::priority_mode::adaptive; }
-  // Any thread, once per suspension: pushes the fiber's continuation to the
-  // bottom of its suspended deque and makes that deque stealable.
-  // `wakeup`: f was woken by an event (a completion, an I/O result, a timer),
-  // so APS may treat its level as having new urgent work; false when f only
-  // yields or changes level (it was already counted as ready or running: an
-  // early quantum for it would only repeat the master's last decision).
-  void make_resumable(fiber* f, bool wakeup = true) noexcept;
+  // Any thread, once per suspension: queues the fiber in a worker's ready
+  // queue (ready_queue in worker.hpp), from which that worker — or a thief —
+  // resumes it. `kind`: woken by an event (a completion, an I/O result, a
+  // timer: APS may treat its level as having new urgent work); ready again
+  // at once (the event was set before the task finished suspending); or
+  // yielded (a yield or a level switch: to the back of the queue).
+  void make_resumable(fiber* f, resume_kind kind = resume_kind::woken) noexcept;
 
   timer_service& timers() noexcept { return timers_; }
   // The I/O backend, created on first use (thread-safe).
@@ -95,7 +109,7 @@ class scheduler {
   // --- used by workers --------------------------------------------------------
   static void fiber_main(ctx::transfer_t t) noexcept;  // entry of every fiber
   [[noreturn]] static void worker_loop() noexcept;
-  static void resume_stolen(work_item* item) noexcept;  // a fiber's resume_item
+  static void resume_ready(work_item* item) noexcept;      // a fiber's resume_item
   static void run_resume_batch(work_item* item) noexcept;  // parsimonious policy
   void recycle_fiber(worker* w, fiber* f) noexcept;     // owner thread of w
 
@@ -105,7 +119,13 @@ class scheduler {
   bool try_steal(worker* thief, work_item*& out);
   bool steal_from_set(worker* thief, worker* victim, work_item*& out);
   work_item* take_injected(unsigned level);
-  work_item* take_resumed(resumed_list& r);
+  // A fiber from `q` as a work item (its resume_item, or under ParWS a batch
+  // for a thief), or nullptr. The owner takes the newest wake-up before
+  // injected work and the FIFO (older wake-ups, yields) after it; thieves
+  // take any, the oldest first.
+  enum class ready_take { newest, oldest, any };
+  work_item* take_ready(worker* w, ready_queue& q, ready_take which);
+  void adopt_deque_of(worker* w, fiber* f) noexcept;
   bool level_has_ready_work(unsigned level) const noexcept;
   void adopt_assigned_level(worker* w) noexcept;  // between tasks
   void begin_span(worker* w) noexcept;            // APS accounting

@@ -41,7 +41,7 @@ void commit_wait(void* arg, fiber* self) noexcept {
   if (!fw->event->add_waiter(fw)) {
     // Set between our check and the registration: resume at once.
     fw->state.store(waiter::signalled, std::memory_order_relaxed);
-    fw->sched->make_resumable(self, /*wakeup=*/false);  // never stopped being ready
+    fw->sched->make_resumable(self, resume_kind::ready_again);
   }
   // After a successful add_waiter, fw may already be gone: do not touch it.
 }
@@ -179,10 +179,17 @@ void yield() {
     std::this_thread::yield();
     return;
   }
-  // Suspend and become resumable at once: the continuation goes to the bottom
-  // of our deque, which is donated; older ready work is taken first.
+  // Nothing else to run: a check, not a suspension. It is still a strand
+  // boundary: the APS master sees a fresh span (it moves workers whose
+  // strands are recent, and would otherwise take this one for a long strand).
+  if (!w->sched->others_ready(w)) {
+    w->sched->mark_strand_boundary(w);
+    return;
+  }
+  // Suspend and become ready again at once, at the back of the worker's
+  // ready queue: other ready work is taken first.
   w->sched->suspend(w, [](void* s, fiber* self) noexcept {
-    static_cast<scheduler*>(s)->make_resumable(self, /*wakeup=*/false);
+    static_cast<scheduler*>(s)->make_resumable(self, resume_kind::yielded);
   }, w->sched);
 }
 

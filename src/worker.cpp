@@ -72,11 +72,11 @@ bool scheduler::try_steal(worker* thief, work_item*& out) {
   const unsigned level = thief->level;
   for (std::uint64_t tries = 0; tries < 2 * n; ++tries) {
     worker* victim = workers_[thief->next_random() % n].get();
-    // Parsimonious policy: a victim's resumed tasks are ready work too (the
-    // victim may be busy in a long task and not look at them for a while).
-    if (parsimonious_ && victim != thief) {
-      if (work_item* batch = take_resumed(victim->resumed[level])) {
-        out = batch;
+    // A victim's ready fibers are ready work too (the victim may be busy in a
+    // long task and not look at them for a while): the oldest first.
+    if (victim != thief) {
+      if (work_item* f = take_ready(thief, victim->ready[level], ready_take::any)) {
+        out = f;
         thief->steals.add();
         return true;
       }
@@ -111,7 +111,21 @@ bool scheduler::level_has_ready_work(unsigned level) const noexcept {
   for (auto& w : workers_) {
     if (!w->level_active[level].load(std::memory_order_acquire)->looks_empty()) return true;
     if (w->inactive[level].size_hint.load(std::memory_order_acquire) != 0) return true;
-    if (w->resumed[level].size_hint.load(std::memory_order_acquire) != 0) return true;
+    if (w->ready[level].size_hint.load(std::memory_order_acquire) != 0) return true;
+  }
+  return false;
+}
+
+bool scheduler::others_ready(worker* w) const noexcept {
+  // relaxed/acquire hints: a yield that misses work published at this very
+  // moment only returns at once; the yielding task yields again later.
+  if (w->level_switch_pending.load(std::memory_order_relaxed)) return true;
+  const unsigned level = w->level;
+  if (!w->active.load(std::memory_order_relaxed)->looks_empty()) return true;
+  if (injected_hint_[level].load(std::memory_order_relaxed) != 0) return true;
+  for (auto& v : workers_) {
+    if (v->ready[level].size_hint.load(std::memory_order_acquire) != 0) return true;
+    if (v->inactive[level].size_hint.load(std::memory_order_acquire) != 0) return true;
   }
   return false;
 }
@@ -137,8 +151,17 @@ void scheduler::adopt_assigned_level(worker* w) noexcept {
 work_item* scheduler::find_work(worker* w) {
   end_span(w);
   adopt_assigned_level(w);
+  // The task woken here last (ready_queue) and the own deque's newest item:
+  // depth-first. ProWS pops the deque first (a resumed task may adopt its
+  // parked deque only in place of an empty one); ParWS resumes first, as
+  // paper 002 pushes resumed vertices at the bottom before popping (there
+  // the blocked task's deque stayed with the worker, so its older items
+  // would otherwise run before it: breadth-first).
   chase_lev_deque* own = w->active.load(std::memory_order_relaxed);
-  if (work_item* item = own->pop()) {
+  work_item* item = parsimonious_ ? take_ready(w, w->ready[w->level], ready_take::newest) : nullptr;
+  if (!item) item = own->pop();
+  if (!item && !parsimonious_) item = take_ready(w, w->ready[w->level], ready_take::newest);
+  if (item) {
     begin_span(w);
     return item;
   }
@@ -149,12 +172,13 @@ work_item* scheduler::find_work(worker* w) {
       if (stopping_.load(std::memory_order_acquire)) return nullptr;
       adopt_assigned_level(w);
       const unsigned level = w->level;
-      work_item* found = w->active.load(std::memory_order_relaxed)->pop();
-      // Work from outside the runtime first: the resumed list below may be
-      // refilled forever by tasks that keep yielding.
+      work_item* found = parsimonious_ ? take_ready(w, w->ready[level], ready_take::newest) : nullptr;
+      if (!found) found = w->active.load(std::memory_order_relaxed)->pop();
+      if (!found && !parsimonious_) found = take_ready(w, w->ready[level], ready_take::newest);
+      // Work from outside the runtime before older wake-ups and yields: a
+      // task that keeps yielding must not starve it.
       if (!found) found = take_injected(level);
-      // Parsimonious policy: the worker's own resumed tasks come before stealing.
-      if (!found && parsimonious_) found = take_resumed(w->resumed[level]);
+      if (!found) found = take_ready(w, w->ready[level], ready_take::oldest);
       if (!found && try_steal(w, found)) {
         // More work may be waiting: let a parked worker help (work spreads
         // one wake-up per successful steal, like a wave).

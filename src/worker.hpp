@@ -37,13 +37,24 @@ struct stealable_set {
   std::atomic<std::size_t> size_hint{0};
 };
 
-// Parsimonious policy: fibers resumed since this worker last looked, to be
-// re-injected as a parallel loop (paper 002 Figure 3, addResumedVertices).
-struct resumed_list {
+// Fibers made ready (resumed) and not yet running, at one level of one
+// worker. A wake-up goes to `next` (the fiber it displaces joins the FIFO):
+// the worker runs the most recently woken task first — typically the parent
+// whose child just delivered what it waited for — so blocking stays
+// depth-first and few fibers are alive at once (Go's runnext; Concurrent
+// Cilk's per-core ready list, paper 004 §5.2). Yields and level switches go
+// to the back of the FIFO. Thieves take from the front of the FIFO, then
+// `next`. Under ProWS a fiber goes to the resumer's queue (locality), under
+// ParWS to its home worker's (paper 002).
+struct ready_queue {
   spin_lock lock;
-  std::vector<fiber*> fibers;  // guarded by lock
-  // Entries; written under lock (release), read as a hint (acquire).
+  fiber* next = nullptr;   // guarded by lock
+  fiber* head = nullptr;   // guarded by lock: FIFO through fiber::ready_link
+  fiber* tail = nullptr;   // guarded by lock
+  // Fibers queued (next included); written under lock (release), read as a
+  // hint (acquire) by the owner, thieves, parkers and the APS master.
   std::atomic<std::size_t> size_hint{0};
+  std::size_t size = 0;    // guarded by lock
 };
 
 // Work performed right after a switch, on the fiber switched to, by the same
@@ -60,7 +71,11 @@ struct worker : worker_view {
   fiber* running = nullptr;   // owner only: the fiber this worker runs now
   post_switch_action pending; // owner only
   stealable_set inactive[priority_levels];  // per level
-  resumed_list resumed[priority_levels];    // per level (parsimonious policy)
+  ready_queue ready[priority_levels];       // per level
+  // Consecutive fibers taken from ready[].next while the FIFO had fibers
+  // (owner only): bounded so that two tasks waking each other cannot starve
+  // the FIFO.
+  unsigned next_streak = 0;
 
   // --- APS (src/aps_master.cpp) ---
   // The level the master wants this worker at (written by the master,
