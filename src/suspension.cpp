@@ -1,12 +1,16 @@
-// weft — the one way to block: wait on a completion. Inside a runtime the
-// task's fiber is suspended (scheduler::suspend, ProWS); on any other thread
-// the thread blocks on a condition variable. Timed waits add a timer entry.
+// weft — the one way to block: pause until resumed (weft/pause.hpp). Inside a
+// runtime the task's fiber is suspended (scheduler::suspend) and a post-switch
+// commit publishes its handle; on any other thread the thread blocks on a
+// condition variable. Timed pauses add a timer entry that races the waker
+// for the handle (waiter::state). Waiting on a completion (futures, joins)
+// is a pause whose handle is registered in the completion's waiter list.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "scheduler.hpp"
+#include "weft/pause.hpp"
 #include "weft/this_task.hpp"
 
 namespace weft::detail {
@@ -35,17 +39,6 @@ void fire_fiber_timer(timer_entry* e) noexcept {
     fw->sched->make_resumable(fw->suspended);
 }
 
-void commit_wait(void* arg, fiber* self) noexcept {
-  auto* fw = static_cast<fiber_waiter*>(arg);
-  fw->suspended = self;
-  if (!fw->event->add_waiter(fw)) {
-    // Set between our check and the registration: resume at once.
-    fw->state.store(waiter::signalled, std::memory_order_relaxed);
-    fw->sched->make_resumable(self, resume_kind::ready_again);
-  }
-  // After a successful add_waiter, fw may already be gone: do not touch it.
-}
-
 void commit_timed_wait(void* arg, fiber* self) noexcept {
   auto* fw = static_cast<fiber_waiter*>(arg);
   fw->suspended = self;
@@ -64,6 +57,41 @@ void commit_timed_wait(void* arg, fiber* self) noexcept {
       }
     }
   }, fw);
+}
+
+// ----- pause (weft/pause.hpp) ------------------------------------------------
+
+struct pause_args {
+  fiber_waiter* fw;
+  publish_fn publish;
+  void* ctx;
+};
+
+void commit_pause(void* arg, fiber* self) noexcept {
+  auto a = *static_cast<pause_args*>(arg);  // the frame may be gone after publish
+  a.fw->suspended = self;
+  if (!a.publish(a.ctx, paused_task(a.fw))) {
+    // Nothing to wait for: nobody has the handle.
+    a.fw->state.store(waiter::signalled, std::memory_order_relaxed);
+    a.fw->sched->make_resumable(self, resume_kind::ready_again);
+  }
+  // Published: the task may already run elsewhere; do not touch a.fw.
+}
+
+void commit_timed_pause(void* arg, fiber* self) noexcept {
+  auto a = *static_cast<pause_args*>(arg);
+  a.fw->suspended = self;
+  // Publish under the timer's lock: the timer cannot fire, nor the resumed
+  // task's cancel() return, before publish is done.
+  a.fw->sched->timers().add_then(&a.fw->timer, [](timer_entry* e, void* p) noexcept {
+    auto* args = static_cast<pause_args*>(p);
+    fiber_waiter* fw = args->fw;
+    if (!args->publish(args->ctx, paused_task(fw))) {
+      fw->state.store(waiter::signalled, std::memory_order_relaxed);
+      timer_service::disarm_locked(e);
+      fw->sched->make_resumable(fw->suspended, resume_kind::ready_again);
+    }
+  }, &a);
 }
 
 // ----- waiting threads ---------------------------------------------------------
@@ -115,18 +143,75 @@ bool thread_wait(completion& c, const std::chrono::steady_clock::time_point* dea
 
 }  // namespace
 
-void wait(completion& c) {
-  if (c.is_set()) return;
+void pause(publish_fn publish, void* ctx) {
   worker* w = this_worker();
   if (!w) {
-    thread_wait(c, nullptr);
+    thread_waiter tw;
+    tw.wake = &wake_thread;
+    if (!publish(ctx, paused_task(&tw))) return;
+    std::unique_lock lock(tw.mutex);
+    tw.cv.wait(lock, [&] { return tw.woken; });
     return;
   }
   fiber_waiter fw;
   fw.wake = &wake_fiber;
   fw.sched = w->sched;
-  fw.event = &c;
-  w->sched->suspend(w, &commit_wait, &fw);
+  pause_args a{&fw, publish, ctx};
+  w->sched->suspend(w, &commit_pause, &a);
+}
+
+bool pause_until(steady_time deadline, publish_fn publish, void* publish_ctx, withdraw_fn withdraw,
+                 void* withdraw_ctx) {
+  if (deadline == steady_time::max()) {  // no deadline
+    pause(publish, publish_ctx);
+    return true;
+  }
+  if (deadline <= std::chrono::steady_clock::now()) return false;  // nothing published
+  worker* w = this_worker();
+  if (!w) {
+    thread_waiter tw;
+    tw.wake = &wake_thread;
+    if (!publish(publish_ctx, paused_task(&tw))) return true;
+    {
+      std::unique_lock lock(tw.mutex);
+      if (tw.cv.wait_until(lock, deadline, [&] { return tw.woken; })) return true;
+    }
+    std::uint32_t expected = waiter::waiting;
+    // acq_rel: races claimers (paused_task::claim).
+    if (!tw.state.compare_exchange_strong(expected, waiter::timed_out, std::memory_order_acq_rel)) {
+      // Claimed just now: its wake() is on its way and touches tw.
+      std::unique_lock lock(tw.mutex);
+      tw.cv.wait(lock, [&] { return tw.woken; });
+      return true;
+    }
+    withdraw(withdraw_ctx, paused_task(&tw));
+    return false;
+  }
+  // Before suspending: the commit step cannot report a failure to start it.
+  w->sched->timers().ensure_started();
+  fiber_waiter fw;
+  fw.wake = &wake_fiber;
+  fw.sched = w->sched;
+  fw.timer.deadline = deadline;
+  fw.timer.fire = &fire_fiber_timer;
+  fw.timer.context = &fw;
+  pause_args a{&fw, publish, publish_ctx};
+  w->sched->suspend(w, &commit_timed_pause, &a);
+  // Resumed. Make sure the timer thread is done with fw.timer.
+  fw.sched->timers().cancel(&fw.timer);
+  // acquire: pairs with the claimer's or the timer's acq_rel CAS.
+  if (fw.state.load(std::memory_order_acquire) == waiter::signalled) return true;
+  withdraw(withdraw_ctx, paused_task(&fw));
+  return false;
+}
+
+void wait(completion& c) {
+  if (c.is_set()) return;
+  // A pause whose handle is registered in c's waiter list (false if c was
+  // set meanwhile); c.set() claims and wakes every listed waiter.
+  pause([](void* ctx, paused_task h) noexcept {
+    return static_cast<completion*>(ctx)->add_waiter(h.native_handle());
+  }, &c);
 }
 
 bool wait_until(completion& c, std::chrono::steady_clock::time_point deadline) {

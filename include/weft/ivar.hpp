@@ -1,32 +1,58 @@
 // weft — an IVar: a write-once variable whose readers suspend until it is
-// written (paper 004 §3). get() inside a task suspends the task's fiber; on
-// any other thread it blocks the thread.
+// written (paper 004 §3.1). get() inside a task pauses the task (weft/pause.hpp;
+// its worker runs other work); on any other thread it blocks the thread.
+//
+//   weft::ivar<int> v;
+//   auto reader = weft::async([&] { return v.get(); });   // pauses while empty
+//   v.put(5);                                             // wakes every reader
+//   v.get_for(10ms);   // std::optional<int>: nullopt if still empty then
+//
+// Errors: a second put() throws weft::ivar_error (the value passed is
+// discarded); destroying an ivar while tasks wait on it wakes them with
+// weft::ivar_error ("destroyed") instead of leaving them waiting forever.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "weft/detail/completion.hpp"
-#include "weft/detail/scheduler_hooks.hpp"
+#include "weft/detail/deadline.hpp"
+#include "weft/detail/wait_list.hpp"
 
 namespace weft {
 
-// Thrown by a second put() on the same ivar.
+// Thrown by a second put(), and by a get() whose ivar is destroyed while it
+// waits.
 class ivar_error : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };
 
-// Lifetime: destroy an ivar only when no put() or get() on it is in progress.
+namespace detail {
+[[noreturn]] inline void throw_ivar_destroyed() {
+  throw ivar_error("weft::ivar: the ivar was destroyed while this task waited on it");
+}
+}  // namespace detail
+
 template <class T>
 class ivar {
  public:
   ivar() = default;
   ivar(const ivar&) = delete;
   ivar& operator=(const ivar&) = delete;
-  ~ivar() { if (full_.is_set()) value().~T(); }
+  // Tasks still waiting are woken with ivar_error. Destroy an ivar only when
+  // no put() or get() on it is still running (as for any object).
+  ~ivar() {
+    lock_.lock();
+    while (detail::wait_node* n = waiters_.claim_front()) detail::finish_wait(n, detail::wait_outcome::destroyed);
+    lock_.unlock();
+    // acquire: the value was published by put's release store.
+    if (full_.load(std::memory_order_acquire)) value().~T();
+  }
 
   // Writes the value and wakes every reader. Throws ivar_error if the ivar was
   // already written (the value passed is then discarded). If constructing the
@@ -43,23 +69,79 @@ class ivar {
       claimed_.store(false, std::memory_order_release);
       throw;
     }
-    full_.set();
+    // Claim every waiter under the lock (a timed get may be leaving), wake
+    // them after it.
+    detail::wait_node* claimed = nullptr;
+    lock_.lock();
+    // release: readers that see full_ see the value.
+    full_.store(true, std::memory_order_release);
+    while (detail::wait_node* n = waiters_.claim_front()) {
+      n->next = claimed;  // reuse the link: n is unlinked and ours now
+      claimed = n;
+    }
+    lock_.unlock();
+    // From here on `this` is not touched: a woken reader may destroy the ivar.
+    while (claimed) {
+      detail::wait_node* n = claimed;
+      claimed = n->next;  // read before waking: the node dies with its waiter
+      detail::finish_wait(n, detail::wait_outcome::ok);
+    }
   }
 
-  // Returns the value, suspending the calling task (or thread) while empty.
+  // Returns the value, pausing the calling task (or blocking the thread)
+  // while empty.
   const T& get() const {
-    if (!full_.is_set()) detail::wait(full_);
+    // acquire: pairs with put's release store.
+    if (!full_.load(std::memory_order_acquire)) wait(detail::steady_time::max());
     return value();
   }
 
-  bool is_full() const noexcept { return full_.is_set(); }
+  // As get(), waiting at most until the deadline (any clock; max() means no
+  // deadline): the value, or std::nullopt if the ivar is still empty then.
+  template <class Clock, class Duration>
+  std::optional<T> get_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
+    if (!full_.load(std::memory_order_acquire) && !wait(detail::to_steady_deadline(deadline)))
+      return std::nullopt;
+    return value();
+  }
+  template <class Rep, class Period>
+  std::optional<T> get_for(const std::chrono::duration<Rep, Period>& d) const {
+    return get_until(detail::deadline_after(d));
+  }
+
+  bool is_full() const noexcept { return full_.load(std::memory_order_acquire); }
 
  private:
+  // Pauses until full (true) or the deadline (false). Out of line: its
+  // frame (a wait record and node) must not enlarge every caller's frame —
+  // a deep recursion that calls get() would otherwise need a bigger stack.
+  [[gnu::noinline]] bool wait(detail::steady_time deadline) const {
+    lock_.lock();
+    // relaxed: under the lock, which put takes after its store.
+    if (full_.load(std::memory_order_relaxed)) {
+      lock_.unlock();
+      return true;
+    }
+    detail::wait_record rec;
+    detail::wait_node node;
+    node.rec = &rec;
+    waiters_.push_back(&node);
+    const bool woken = detail::park(
+        rec, deadline, [this] { lock_.lock(); }, [this] { lock_.unlock(); },
+        [this, &node] { waiters_.unlink(&node); });
+    if (!woken) return false;
+    if (rec.outcome == detail::wait_outcome::destroyed) detail::throw_ivar_destroyed();
+    return true;
+  }
+
   const T& value() const noexcept { return *std::launder(reinterpret_cast<const T*>(&storage_)); }
   T& value() noexcept { return *std::launder(reinterpret_cast<T*>(&storage_)); }
+
   alignas(T) unsigned char storage_[sizeof(T)];
   std::atomic<bool> claimed_{false};
-  mutable detail::completion full_;
+  std::atomic<bool> full_{false};
+  mutable detail::spin_lock lock_;
+  mutable detail::wait_list waiters_;  // guarded by lock_
 };
 
 }  // namespace weft

@@ -1,9 +1,12 @@
 // weft — a work-stealing runtime with lazily promoted fibers. Umbrella header.
 #pragma once
 
+#include "weft/channel.hpp"
 #include "weft/future.hpp"
 #include "weft/ivar.hpp"
+#include "weft/mvar.hpp"
 #include "weft/parallel.hpp"
+#include "weft/pause.hpp"
 #include "weft/priority.hpp"
 #include "weft/runtime.hpp"
 #include "weft/task_group.hpp"

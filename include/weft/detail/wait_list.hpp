@@ -1,0 +1,134 @@
+// weft — waiter lists for the blocking structures built on pause/resume
+// (ivar, mvar, channel, select): a record per blocking call, a node per
+// structure it waits in, and `park`, which pauses the caller with the
+// structure's lock handed over to the scheduler (released only once the
+// task is fully paused, as Go's gopark does), so that checking the state,
+// queueing and pausing are one atomic step for wakers.
+#pragma once
+
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+#include "weft/detail/completion.hpp"
+#include "weft/detail/deadline.hpp"
+#include "weft/pause.hpp"
+
+namespace weft::detail {
+
+// How a wait ended (written by the claimer before it wakes the waiter).
+enum class wait_outcome : int { ok, closed, destroyed };
+
+// One blocking call. Lives on the waiter's stack. A select's cases share it.
+struct wait_record {
+  paused_task task;                      // set (under the lock) when the waiter pauses
+  int fired = -1;                        // the case that completed it
+  wait_outcome outcome = wait_outcome::ok;
+};
+
+// The record's place in one structure's list. `slot` is the structure's
+// business: where a value goes (a receiver) or comes from (a sender).
+struct wait_node {
+  wait_record* rec = nullptr;
+  void* slot = nullptr;
+  int case_index = 0;
+  wait_node* prev = nullptr;  // guarded by the structure's lock
+  wait_node* next = nullptr;  // guarded by the structure's lock
+  bool linked = false;        // guarded by the structure's lock
+};
+
+// An intrusive FIFO of nodes. Every member is used under the owning
+// structure's lock.
+class wait_list {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+  wait_node* front() const noexcept { return head_; }
+
+  void push_back(wait_node* n) noexcept {
+    n->prev = tail_;
+    n->next = nullptr;
+    if (tail_) tail_->next = n; else head_ = n;
+    tail_ = n;
+    n->linked = true;
+  }
+  void unlink(wait_node* n) noexcept {
+    if (!n->linked) return;
+    if (n->prev) n->prev->next = n->next; else head_ = n->next;
+    if (n->next) n->next->prev = n->prev; else tail_ = n->prev;
+    n->prev = n->next = nullptr;
+    n->linked = false;
+  }
+  // Unlinks nodes from the front until one whose waiter it can claim, and
+  // returns that one (unlinked), or nullptr. A node whose claim fails
+  // belongs to a waiter that timed out or was completed through another
+  // case of its select: it is dropped (that waiter will not look for it).
+  wait_node* claim_front() noexcept {
+    while (wait_node* n = head_) {
+      unlink(n);
+      if (n->rec->task.claim()) return n;
+    }
+    return nullptr;
+  }
+
+ private:
+  wait_node* head_ = nullptr;
+  wait_node* tail_ = nullptr;
+};
+
+// A claimed waiter: set how its wait ended, then wake it (outside the lock
+// is fine: it cannot run before wake()).
+inline void finish_wait(wait_node* n, wait_outcome outcome) noexcept {
+  n->rec->fired = n->case_index;
+  n->rec->outcome = outcome;
+  n->rec->task.wake();
+}
+
+// Called with the structure's lock(s) held and the caller's node(s) queued.
+// Pauses the caller until a waker claims `rec`, or until `deadline` (max():
+// none). The lock(s) are released by `unlock()` once the task is fully
+// paused (or at once on a plain thread). On timeout, `withdraw_locked()` is
+// called with the lock(s) held again, to unlink the node(s). Returns true if
+// a waker completed the wait, false on timeout. The lock(s) are not held on
+// return. lock()/unlock() take and release every lock involved.
+// Out of line so that the pause machinery's frame stays out of the frames of
+// the structures' (inlined) operations and of their callers.
+template <class Lock, class Unlock, class WithdrawLocked>
+[[gnu::noinline]] bool park(wait_record& rec, steady_time deadline, Lock&& lock, Unlock&& unlock,
+          WithdrawLocked&& withdraw_locked) {
+  struct ctx_t {
+    wait_record* rec;
+    std::remove_reference_t<Unlock>* unlock;
+    bool published;
+  } ctx{&rec, &unlock, false};
+  auto publish = [&ctx](paused_task h) noexcept {
+    ctx.rec->task = h;  // under the lock: wakers see the node only with its task
+    ctx.published = true;
+    (*ctx.unlock)();
+    return true;
+  };
+  auto withdraw = [&](paused_task) noexcept {
+    lock();
+    withdraw_locked();
+    unlock();
+  };
+  try {
+    const bool woken = deadline == steady_time::max()
+                           ? (this_task::pause(publish), true)
+                           : this_task::pause_until(deadline, publish, withdraw);
+    if (!ctx.published) {  // the deadline had passed: nothing was published
+      withdraw_locked();
+      unlock();
+      return false;
+    }
+    return woken;
+  } catch (...) {
+    // Starting to wait failed (no stack, no timer thread) before publish.
+    if (!ctx.published) {
+      withdraw_locked();
+      unlock();
+    }
+    throw;
+  }
+}
+
+}  // namespace weft::detail

@@ -1,0 +1,213 @@
+// weft — an MVar (paper 004 §3.1; Haskell's MVar): a box that is full or
+// empty. put() waits while it is full, take() waits while it is empty and
+// empties it, read() waits while it is empty and leaves the value. Waiting
+// pauses a task (its worker runs other work) or blocks a plain thread.
+//
+//   weft::mvar<int> box;
+//   weft::async([&] { box.put(1); box.put(2); });   // the second put waits
+//   int a = box.take();                            // 1, and the put of 2 goes on
+//
+// Order: waiting putters, takers and readers are served first come, first
+// served. A put into an empty mvar first gives a copy to every waiting
+// reader (read() is atomic and sees the next put), then the value to the
+// first waiting taker, or keeps it. A waiter resumes at its own priority level.
+//
+// Errors: destroying an mvar while tasks wait on it wakes them with
+// weft::mvar_error ("destroyed"); nothing waits forever, and a waiting
+// putter's value stays with the putter.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "weft/detail/completion.hpp"
+#include "weft/detail/deadline.hpp"
+#include "weft/detail/wait_list.hpp"
+
+namespace weft {
+
+class mvar_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+template <class T>
+class mvar {
+ public:
+  mvar() = default;
+  explicit mvar(T initial) : value_(std::move(initial)) {}
+  mvar(const mvar&) = delete;
+  mvar& operator=(const mvar&) = delete;
+  ~mvar() {
+    lock_.lock();
+    for (detail::wait_list* l : {&takers_, &readers_, &putters_})
+      while (detail::wait_node* n = l->claim_front()) detail::finish_wait(n, detail::wait_outcome::destroyed);
+    lock_.unlock();
+  }
+
+  // --- put: waits while full ---------------------------------------------
+  void put(const T& v) {
+    T copy(v);
+    put_impl(copy, detail::steady_time::max());
+  }
+  void put(T&& v) { put_impl(v, detail::steady_time::max()); }
+  // false (and the value not taken) if still full at the deadline.
+  template <class Clock, class Duration>
+  bool put_until(T v, const std::chrono::time_point<Clock, Duration>& deadline) {
+    return put_impl(v, detail::to_steady_deadline(deadline));
+  }
+  template <class Rep, class Period>
+  bool put_for(T v, const std::chrono::duration<Rep, Period>& d) {
+    return put_impl(v, detail::deadline_after(d));
+  }
+  // Puts only if empty; v is moved from only on success.
+  bool try_put(T&& v) { return put_impl(v, detail::steady_time::min()); }
+  bool try_put(const T& v) {
+    T copy(v);
+    return put_impl(copy, detail::steady_time::min());
+  }
+
+  // --- take: waits while empty, empties ------------------------------------
+  T take() { return *take_impl(detail::steady_time::max()); }
+  template <class Clock, class Duration>
+  std::optional<T> take_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return take_impl(detail::to_steady_deadline(deadline));
+  }
+  template <class Rep, class Period>
+  std::optional<T> take_for(const std::chrono::duration<Rep, Period>& d) {
+    return take_impl(detail::deadline_after(d));
+  }
+  std::optional<T> try_take() { return take_impl(detail::steady_time::min()); }
+
+  // --- read: waits while empty, leaves the value ------------------------------
+  T read() { return *read_impl(detail::steady_time::max()); }
+  template <class Clock, class Duration>
+  std::optional<T> read_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return read_impl(detail::to_steady_deadline(deadline));
+  }
+  template <class Rep, class Period>
+  std::optional<T> read_for(const std::chrono::duration<Rep, Period>& d) {
+    return read_impl(detail::deadline_after(d));
+  }
+  std::optional<T> try_read() { return read_impl(detail::steady_time::min()); }
+
+  // A snapshot (another task may change it at once).
+  bool is_full() const {
+    lock_.lock();
+    bool full = value_.has_value();
+    lock_.unlock();
+    return full;
+  }
+
+ private:
+  using node = detail::wait_node;
+
+  [[noreturn]] static void destroyed() {
+    throw mvar_error("weft::mvar: the mvar was destroyed while this task waited on it");
+  }
+
+  // Parks the caller (lock held, node queued in `list`). deadline min():
+  // do not wait.
+  [[gnu::noinline]] bool park_in(detail::wait_list& list, node& n, detail::wait_record& rec, detail::steady_time deadline) {
+    list.push_back(&n);
+    const bool done = detail::park(
+        rec, deadline, [this] { lock_.lock(); }, [this] { lock_.unlock(); },
+        [&list, &n] { list.unlink(&n); });
+    if (done && rec.outcome == detail::wait_outcome::destroyed) destroyed();
+    return done;
+  }
+
+  // Lock held, mvar empty: `v` goes to the waiting readers (copies), then to
+  // the first waiting taker, or into the box. Returns with the lock held.
+  void deliver_locked(T& v) {
+    while (node* r = readers_.claim_front()) {
+      static_cast<std::optional<T>*>(r->slot)->emplace(v);
+      detail::finish_wait(r, detail::wait_outcome::ok);
+    }
+    if (node* t = takers_.claim_front()) {
+      static_cast<std::optional<T>*>(t->slot)->emplace(std::move(v));
+      detail::finish_wait(t, detail::wait_outcome::ok);
+    } else {
+      value_.emplace(std::move(v));
+    }
+  }
+
+  bool put_impl(T& v, detail::steady_time deadline) {
+    lock_.lock();
+    if (!value_) {
+      deliver_locked(v);
+      lock_.unlock();
+      return true;
+    }
+    if (deadline == detail::steady_time::min()) {
+      lock_.unlock();
+      return false;
+    }
+    detail::wait_record rec;
+    node n;
+    n.rec = &rec;
+    n.slot = &v;  // a taker moves it into the box
+    return park_in(putters_, n, rec, deadline);
+  }
+
+  // Lock held: the box was just emptied; refill it from the first waiting putter.
+  void refill_locked() {
+    if (node* p = putters_.claim_front()) {
+      T& pv = *static_cast<T*>(p->slot);
+      deliver_locked(pv);
+      detail::finish_wait(p, detail::wait_outcome::ok);
+    }
+  }
+
+  std::optional<T> take_impl(detail::steady_time deadline) {
+    lock_.lock();
+    if (value_) {
+      std::optional<T> r(std::move(*value_));
+      value_.reset();
+      refill_locked();
+      lock_.unlock();
+      return r;
+    }
+    if (deadline == detail::steady_time::min()) {
+      lock_.unlock();
+      return std::nullopt;
+    }
+    std::optional<T> slot;
+    detail::wait_record rec;
+    node n;
+    n.rec = &rec;
+    n.slot = &slot;
+    if (!park_in(takers_, n, rec, deadline)) return std::nullopt;
+    return slot;
+  }
+
+  std::optional<T> read_impl(detail::steady_time deadline) {
+    lock_.lock();
+    if (value_) {
+      std::optional<T> r(*value_);
+      lock_.unlock();
+      return r;
+    }
+    if (deadline == detail::steady_time::min()) {
+      lock_.unlock();
+      return std::nullopt;
+    }
+    std::optional<T> slot;
+    detail::wait_record rec;
+    node n;
+    n.rec = &rec;
+    n.slot = &slot;
+    if (!park_in(readers_, n, rec, deadline)) return std::nullopt;
+    return slot;
+  }
+
+  mutable detail::spin_lock lock_;
+  std::optional<T> value_;       // guarded by lock_
+  detail::wait_list takers_;     // guarded by lock_: slot = std::optional<T>*
+  detail::wait_list readers_;    // guarded by lock_: slot = std::optional<T>*
+  detail::wait_list putters_;    // guarded by lock_: slot = T* (moved from)
+};
+
+}  // namespace weft
