@@ -132,6 +132,33 @@ row measure_std_thread(const config& cfg, long m) {
   return r;
 }
 
+// this_task::yield() when nothing else needs the worker (no other task ready,
+// no level switch): ns per call, timed inside one task.
+row measure_yield(const config& cfg, unsigned w) {
+  const long calls = cfg.quick ? 2'000'000 : 10'000'000;
+  const std::string name = "this_task::yield (nothing else ready)";
+  const std::string params = std::to_string(calls) + " calls, " + workers_param(w);
+  watchdog_scope wd("spawn: " + name + ", " + params, std::chrono::seconds(120));
+  weft::runtime rt{weft::options{.workers = w}};
+  std::vector<double> samples;
+  std::size_t suspended = 0;
+  for (int i = 0; i < cfg.warmup + cfg.reps; ++i) {
+    const std::size_t before = rt.stats().fibers_suspended;
+    double s = rt.run([&] {
+      auto t0 = std::chrono::steady_clock::now();
+      for (long k = 0; k < calls; ++k) weft::this_task::yield();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    suspended += rt.stats().fibers_suspended - before;
+    if (i >= cfg.warmup) samples.push_back(s * 1e9 / static_cast<double>(calls));
+  }
+  row r = make_row("spawn", name, params, samples, "ns/yield");
+  r.goal = goal_kind::at_most;
+  r.goal_value = 20;
+  r.note = std::to_string(suspended) + " of the yields suspended the task";
+  return r;
+}
+
 template <class F>
 void add_guarded(report& rep, const std::string& name, const std::string& params, F&& f) {
   try {
@@ -165,6 +192,9 @@ void run_spawn(const config& cfg, report& rep) {
     add_guarded(rep, weft_name(get_order::oldest_first), one_batch.params(w),
                 [&] { return measure_weft(cfg, one_batch, w, get_order::oldest_first); });
   }
+  for (unsigned w : cfg.workers)
+    add_guarded(rep, "this_task::yield (nothing else ready)", workers_param(w),
+                [&] { return measure_yield(cfg, w); });
   add_guarded(rep, "std::async(launch::async) + get",
               count_params(m_threads, "spawn all, then get all"),
               [&] { return measure_std_async(cfg, m_threads); });
