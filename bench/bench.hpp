@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,25 @@ void run_memory(const config& cfg, report& rep);
 void run_priority(const config& cfg, report& rep);
 void run_io(const config& cfg, report& rep);  // io.cpp: latency-hiding I/O
 
+void run_sync(const config& cfg, report& rep);  // sync.cpp: ivars, mvars, channels vs Go, Boost.Fiber
+
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);
+int sync_child(const std::string& kind, unsigned workers);  // kinds "sync-..."
+
+// A child process (memory.cpp): its key=value stdout lines; ok when it
+// exited 0 within `limit` and printed vm_hwm_kib (its peak RSS).
+struct child_result {
+  bool ok = false;
+  std::string error;  // why not ok
+  std::map<std::string, std::string> values;
+  double num(const std::string& k) const {
+    auto it = values.find(k);
+    return it == values.end() ? NAN : std::stod(it->second);
+  }
+};
+child_result run_process(std::vector<std::string> args, std::chrono::seconds limit,
+                         const std::string& what);
 
 // fib with weft futures; shared with the memory child. Must run inside a task.
 long fib_weft_futures(int n);

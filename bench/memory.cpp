@@ -144,21 +144,43 @@ int child_blocked(unsigned workers) {
 
 // --------------------------------------------------------------- parent side
 
-struct child_result {
-  bool ok = false;
-  std::string error;  // why not ok
-  std::map<std::string, std::string> values;
-  double num(const std::string& k) const {
-    auto it = values.find(k);
-    return it == values.end() ? NAN : std::stod(it->second);
-  }
-};
-
 child_result run_child(const config& cfg, const std::string& kind, unsigned workers,
                        std::chrono::seconds limit) {
+  return run_process({cfg.self_exe, "--child", kind, "--workers", std::to_string(workers)}, limit,
+                     "child '" + kind + "'");
+}
+
+// Runs cfg.reps children of one kind; the median peak (MiB) and the last
+// child's other figures. Adds a failed row and returns false on error.
+bool measure_kind(const config& cfg, report& rep, const std::string& kind, const std::string& name,
+                  const std::string& params, unsigned workers, row& out,
+                  child_result& last) {
+  std::vector<double> mib;
+  for (int i = 0; i < cfg.reps; ++i) {
+    child_result c = run_child(cfg, kind, workers, std::chrono::seconds(cfg.quick ? 60 : 120));
+    if (!c.ok) {
+      rep.add_missing("memory", name, params, c.error, true);
+      return false;
+    }
+    mib.push_back(c.num("vm_hwm_kib") / 1024.0);
+    last = std::move(c);
+  }
+  out = make_row("memory", name, params, mib, "MiB");
+  return true;
+}
+
+void add_delta(report& rep, const std::string& name, const std::string& params, const row& a,
+               const row& base, const std::string& note) {
+  row d = make_row("memory", name, params, {a.value - base.value}, "MiB");
+  d.note = note;
+  rep.add(std::move(d));
+}
+
+}  // namespace
+
+child_result run_process(std::vector<std::string> args, std::chrono::seconds limit,
+                         const std::string& what) {
   child_result res;
-  std::string w = std::to_string(workers);
-  std::vector<std::string> args{cfg.self_exe, "--child", kind, "--workers", w};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -219,51 +241,25 @@ child_result run_child(const config& cfg, const std::string& kind, unsigned work
   }
 
   if (timed_out) {
-    res.error = "HANG: child '" + kind + "' killed after " + std::to_string(limit.count()) + " s";
+    res.error = "HANG: " + what + " killed after " + std::to_string(limit.count()) + " s";
   } else if (WIFSIGNALED(status)) {
-    res.error = "CRASH: child '" + kind + "' died of signal " + std::to_string(WTERMSIG(status)) +
+    res.error = "CRASH: " + what + " died of signal " + std::to_string(WTERMSIG(status)) +
                 " (" + strsignal(WTERMSIG(status)) + ")";
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    res.error = "child '" + kind + "' exited with status " +
+    res.error = what + " exited with status " +
                 std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    if (res.values.count("ok") && res.values["ok"] == "0") res.error = "WRONG RESULT in " + kind;
+    if (res.values.count("ok") && res.values["ok"] == "0") res.error = "WRONG RESULT in " + what;
   } else if (!res.values.count("vm_hwm_kib")) {
-    res.error = "child '" + kind + "' printed no peak RSS";
+    res.error = what + " printed no peak RSS";
   } else {
     res.ok = true;
   }
   return res;
 }
 
-// Runs cfg.reps children of one kind; the median peak (MiB) and the last
-// child's other figures. Adds a failed row and returns false on error.
-bool measure_kind(const config& cfg, report& rep, const std::string& kind, const std::string& name,
-                  const std::string& params, unsigned workers, row& out,
-                  child_result& last) {
-  std::vector<double> mib;
-  for (int i = 0; i < cfg.reps; ++i) {
-    child_result c = run_child(cfg, kind, workers, std::chrono::seconds(cfg.quick ? 60 : 120));
-    if (!c.ok) {
-      rep.add_missing("memory", name, params, c.error, true);
-      return false;
-    }
-    mib.push_back(c.num("vm_hwm_kib") / 1024.0);
-    last = std::move(c);
-  }
-  out = make_row("memory", name, params, mib, "MiB");
-  return true;
-}
-
-void add_delta(report& rep, const std::string& name, const std::string& params, const row& a,
-               const row& base, const std::string& note) {
-  row d = make_row("memory", name, params, {a.value - base.value}, "MiB");
-  d.note = note;
-  rep.add(std::move(d));
-}
-
-}  // namespace
 
 int memory_child(const std::string& kind, unsigned workers) {
+  if (kind.rfind("sync-", 0) == 0) return sync_child(kind, workers);
   try {
     if (kind == "mem-baseline") return child_baseline(workers);
     if (kind == "mem-fib") return child_fib(workers);

@@ -10,7 +10,7 @@
 # Needs CMake >= 3.25 and a C++20 compiler: Debian 12 or Ubuntu 24.04 or newer.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libboost-context-dev libgtest-dev libtbb-dev
+packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest-dev libtbb-dev
           libbenchmark-dev liburing-dev pkg-config)
 
 log() { printf '[setup-deps] %s\n' "$*"; }
