@@ -95,6 +95,7 @@ TEST_P(IoAcceptLoss, DroppedPendingAcceptDoesNotLeakTheConnection) {
         << "the connection was accepted for a dropped future and is held open by a leaked descriptor";
   });
   // IoTest::TearDown: open_fd_count() is back to where it was.
+  destroy_runtime();  // before the listener closes: the I/O thread may still touch it
 }
 
 // Deterministic: the accept has completed (the future is ready) but nobody
@@ -110,6 +111,7 @@ TEST_P(IoAcceptLoss, CompletedAcceptNeverReadIsClosed) {
   });  // f dropped unread
   EXPECT_EQ(accounted_for(l.get(), {c.get()}, 2000ms), 1)
       << "the accepted socket of a dropped, completed future was never closed";
+  destroy_runtime();  // before the listener closes: the I/O thread may still touch it
 }
 
 // cancel() then drop, with a client connecting meanwhile: the accept may
@@ -135,6 +137,7 @@ TEST_P(IoAcceptLoss, CancelThenDropNeverLeaks) {
   for (auto& c : clients) fds.push_back(c.get());
   EXPECT_EQ(accounted_for(l.get(), fds, 2000ms), rounds)
       << "connections accepted for abandoned futures and never closed";
+  destroy_runtime();  // before the listener closes: the I/O thread may still touch it
 }
 
 // Guard (passes today): cancel racing completion. A client thread connects
@@ -184,6 +187,7 @@ TEST_P(IoAcceptLoss, CancelRacingCompletionDeliversEveryConnection) {
   int left = drain_backlog(l.get(), 300ms);
   EXPECT_EQ(delivered + left, connected.load())
       << "delivered " << delivered << ", cancelled " << cancelled << ", left in the backlog " << left;
+  destroy_runtime();  // before the listener closes: the I/O thread may still touch it
 }
 
 // Guard (passes today): the runtime is destroyed while tasks wait in accept
