@@ -58,6 +58,9 @@ class scheduler {
   using commit_fn = void (*)(void* arg, fiber* suspended) noexcept;
   // `new_level` >= 0: the worker moves to that level (APS level switch).
   void suspend(worker* w, commit_fn commit, void* arg, int new_level = -1);
+  // find_work steals before taking the ready FIFO every steal_turn-th time
+  // it gets there (fairness towards parked deques; worker.cpp).
+  static constexpr unsigned steal_turn = 16;
   // this_task::yield: is anything else ready for w to run (its own deque,
   // injected work, a ready fiber or a donated deque at its level, or a level
   // switch)? Reads hints that change rarely, so it costs a few loads.

@@ -178,8 +178,18 @@ work_item* scheduler::find_work(worker* w) {
       // Work from outside the runtime before older wake-ups and yields: a
       // task that keeps yielding must not starve it.
       if (!found) found = take_injected(level);
+      // Fairness: yielded fibers wait in the FIFO, which a loop of yielding
+      // tasks never empties, and stealing (which also takes the work of
+      // parked deques, own ones included) comes after it. So every
+      // steal_turn-th time the FIFO is reached, steal first: otherwise a
+      // task queued in a blocked task's parked deque could wait forever
+      // behind yields (seen: an I/O handler spawned before a yielding
+      // background, one worker, priority-oblivious mode).
+      bool stole = false;
+      if (!found && ++w->fifo_turns % steal_turn == 0) stole = try_steal(w, found);
       if (!found) found = take_ready(w, w->ready[level], ready_take::oldest);
-      if (!found && try_steal(w, found)) {
+      if (!found) stole = try_steal(w, found);
+      if (stole) {
         // More work may be waiting: let a parked worker help (work spreads
         // one wake-up per successful steal, like a wave).
         if (parking_.sleepers().load(std::memory_order_relaxed) > 0 && has_visible_work(level))

@@ -76,6 +76,9 @@ struct worker : worker_view {
   // (owner only): bounded so that two tasks waking each other cannot starve
   // the FIFO.
   unsigned next_streak = 0;
+  // Times find_work reached the ready FIFO (owner only): every
+  // scheduler::steal_turn-th time it steals first (fairness, worker.cpp).
+  unsigned fifo_turns = 0;
 
   // --- APS (src/aps_master.cpp) ---
   // The level the master wants this worker at (written by the master,

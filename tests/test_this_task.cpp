@@ -95,6 +95,26 @@ TEST_P(ThisTaskTest, YieldLetsSiblingRun) {
   });
 }
 
+// A task left in a blocked task's parked deque is not starved by a loop of
+// yields: the root waits for `h` (not at the bottom of its deque, so the root
+// blocks and its deque is parked with `h` in it), and its worker runs `bg`,
+// which yields until `h` has run. The yielded fiber always waits in the ready
+// FIFO, which came before stealing from parked deques: with one worker this
+// hung (weft-bench's interactive benchmark, priority-oblivious mode).
+TEST_P(ThisTaskTest, YieldLoopDoesNotStarveAParkedDequesWork) {
+  auto rt = std::make_unique<weft::runtime>(options());
+  const bool finished = run_bounded(rt, [] {
+    std::atomic<bool> done{false};
+    auto h = weft::async([&] { done.store(true); });
+    auto bg = weft::async([&] {
+      while (!done.load()) weft::this_task::yield();
+    });
+    h.get();
+    bg.get();
+  }, std::chrono::seconds(30));
+  EXPECT_TRUE(finished);
+}
+
 // Two tasks that yield to each other in a ping-pong make progress.
 TEST_P(ThisTaskTest, YieldPingPong) {
   auto rt = std::make_unique<weft::runtime>(options());
