@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <weft/weft.hpp>
@@ -274,6 +275,15 @@ int child_boost_channel(const std::string& kind, unsigned workers) {
 struct go_peer {
   std::string exe;     // empty: not available
   std::string reason;  // why not
+  std::string dir;     // the temporary build directory, removed at exit
+  go_peer() = default;
+  go_peer(const go_peer&) = delete;
+  go_peer& operator=(const go_peer&) = delete;
+  go_peer(go_peer&& o) noexcept
+      : exe(std::move(o.exe)), reason(std::move(o.reason)), dir(std::exchange(o.dir, {})) {}
+  ~go_peer() {
+    if (!dir.empty()) (void)std::system(("rm -rf '" + dir + "'").c_str());
+  }
 };
 
 const go_peer& go_binary() {
@@ -289,6 +299,7 @@ const go_peer& go_binary() {
       return p;
     }
     const std::string d = dir;
+    p.dir = d;
     const std::string cmd = "cd " + d + " && GO111MODULE=off GOFLAGS= GOCACHE=" + d +
                             "/cache GOPATH=" + d + "/gopath go build -o " + d + "/syncbench " +
                             WEFT_BENCH_SOURCE_DIR "/go/syncbench.go >" + d + "/build.log 2>&1";
