@@ -404,7 +404,9 @@ void run_parfib(const config& cfg, report& rep) {
       measured m = run_children(cfg, rep, v.name, params, self_child(cfg, std::string(v.kind) + ":" + nstr, w),
                                 w, "seconds", 1, "s", limit);
       if (!m.ok) continue;
-      const double tasks = 2.0 * static_cast<double>(serial_fib(n + 1)) - 1;  // calls of parfib
+      // Tasks spawned: one per call with n >= 2 (the internal nodes of the
+      // call tree, which has 2 fib(n+1) - 1 calls): fib(n+1) - 1.
+      const double tasks = static_cast<double>(serial_fib(n + 1)) - 1;
       const double fibers = m.last.num("fibers_created");
       m.time.note = "fibers created " + m.last.values["fibers_created"];
       rep.add(m.time);
