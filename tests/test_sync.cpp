@@ -232,8 +232,9 @@ TEST_P(Sync, IvarDestroyedWithWaitersWakesThemWithAnError) {
           ++errors;
         }
       });
-    ASSERT_TRUE(yield_until([&] { return started.load() == 5; }));
-    weft::this_task::sleep_for(5ms);
+    // Destroy only once all five wait (a get() still running, not yet
+    // waiting, would use a destroyed object: undefined, as for any object).
+    ASSERT_TRUE(yield_until([&] { return started.load() == 5 && iv->waiters() == 5; }));
     iv.reset();
     g.sync();
     EXPECT_EQ(errors.load(), 5);
@@ -295,10 +296,9 @@ TEST_P(Sync, MvarReadersSeeTheNextPutTakersGetItInOrder) {
       ++waiting;
       return m.take();
     });
-    ASSERT_TRUE(yield_until([&] { return waiting.load() == 2; }));
-    weft::this_task::sleep_for(5ms);
+    ASSERT_TRUE(yield_until([&] { return waiting.load() == 2 && m.waiters() == 2; }));
     auto taker2 = weft::async([&] { return m.take(); });
-    weft::this_task::sleep_for(5ms);
+    ASSERT_TRUE(yield_until([&] { return m.waiters() == 3; }));  // queued after taker1
     m.put(10);
     EXPECT_EQ(reader.get(), 10);
     EXPECT_EQ(taker1.get(), 10);
@@ -345,8 +345,8 @@ TEST_P(Sync, MvarDestroyedWithWaiters) {
         ++errors;
       }
     });
-    ASSERT_TRUE(yield_until([&] { return started.load() == 2; }));
-    weft::this_task::sleep_for(5ms);
+    ASSERT_TRUE(yield_until([&] { return full->waiters() == 1 && empty->waiters() == 1; }));
+    EXPECT_EQ(started.load(), 2);
     full.reset();
     empty.reset();
     g.sync();
@@ -538,8 +538,8 @@ TEST_P(Sync, DestroyingAChannelWithWaitersIsAnError) {
         if (std::string(e.what()).find("destroyed") != std::string::npos) ++errors;
       }
     });
-    ASSERT_TRUE(yield_until([&] { return started.load() == 2; }));
-    weft::this_task::sleep_for(5ms);
+    ASSERT_TRUE(yield_until([&] { return r->waiters() == 1 && s->waiters() == 1; }));
+    EXPECT_EQ(started.load(), 2);
     r.reset();
     s.reset();
     g.sync();
@@ -717,8 +717,7 @@ TEST_P(Sync, SelectOnADestroyedChannelIsAnError) {
         return true;
       }
     });
-    ASSERT_TRUE(yield_until([&] { return started.load(); }));
-    weft::this_task::sleep_for(5ms);
+    ASSERT_TRUE(yield_until([&] { return started.load() && a->waiters() == 1 && b.waiters() == 1; }));
     a.reset();
     EXPECT_TRUE(waiter.get());
     // b's node was taken back: a send on b finds no receiver.

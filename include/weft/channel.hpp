@@ -177,6 +177,14 @@ class channel {
     lock_.unlock();
     return c;
   }
+  // Waiting senders and receivers now (a select counts in each channel it
+  // waits on): a snapshot, for diagnostics and tests (as ivar::waiters).
+  std::size_t waiters() const {
+    lock_.lock();
+    std::size_t n = receivers_.size() + senders_.size();
+    lock_.unlock();
+    return n;
+  }
   // Buffered values now (a snapshot).
   std::size_t size() const {
     lock_.lock();

@@ -110,6 +110,15 @@ class ivar {
   }
 
   bool is_full() const noexcept { return full_.load(std::memory_order_acquire); }
+  // Tasks and threads waiting in get() now: a snapshot, for diagnostics and
+  // tests. Once it counts a waiter, that waiter is paused and no longer
+  // touches the ivar until it is woken.
+  std::size_t waiters() const {
+    lock_.lock();
+    std::size_t n = waiters_.size();
+    lock_.unlock();
+    return n;
+  }
 
  private:
   // Pauses until full (true) or the deadline (false). Out of line: its

@@ -93,6 +93,14 @@ class mvar {
   }
   std::optional<T> try_read() { return read_impl(detail::steady_time::min()); }
 
+  // Waiting putters, takers and readers now: a snapshot, for diagnostics
+  // and tests (as ivar::waiters).
+  std::size_t waiters() const {
+    lock_.lock();
+    std::size_t n = takers_.size() + readers_.size() + putters_.size();
+    lock_.unlock();
+    return n;
+  }
   // A snapshot (another task may change it at once).
   bool is_full() const {
     lock_.lock();

@@ -6,6 +6,7 @@
 // queueing and pausing are one atomic step for wakers.
 #pragma once
 
+#include <cstddef>
 #include <exception>
 #include <type_traits>
 #include <utility>
@@ -42,6 +43,7 @@ struct wait_node {
 class wait_list {
  public:
   bool empty() const noexcept { return head_ == nullptr; }
+  std::size_t size() const noexcept { return size_; }
   wait_node* front() const noexcept { return head_; }
 
   void push_back(wait_node* n) noexcept {
@@ -50,6 +52,7 @@ class wait_list {
     if (tail_) tail_->next = n; else head_ = n;
     tail_ = n;
     n->linked = true;
+    ++size_;
   }
   void unlink(wait_node* n) noexcept {
     if (!n->linked) return;
@@ -57,6 +60,7 @@ class wait_list {
     if (n->next) n->next->prev = n->prev; else tail_ = n->prev;
     n->prev = n->next = nullptr;
     n->linked = false;
+    --size_;
   }
   // Unlinks nodes from the front until one whose waiter it can claim, and
   // returns that one (unlinked), or nullptr. A node whose claim fails
@@ -73,6 +77,7 @@ class wait_list {
  private:
   wait_node* head_ = nullptr;
   wait_node* tail_ = nullptr;
+  std::size_t size_ = 0;  // linked nodes
 };
 
 // A claimed waiter: set how its wait ended, then wake it (outside the lock
