@@ -243,6 +243,23 @@ TEST_P(Sync, IvarDestroyedWithWaitersWakesThemWithAnError) {
 
 // ========================================================================= mvar
 
+// Move-only values pass through an mvar (take, not read: read copies) and a
+// channel, including through waiting takers and receivers.
+TEST_P(Sync, MoveOnlyValuesPassThroughMvarAndChannel) {
+  run([&] {
+    weft::mvar<std::unique_ptr<int>> box;
+    weft::channel<std::unique_ptr<int>> ch;
+    auto taker = weft::async([&] { return *box.take() + *ch.recv().value(); });
+    box.put(std::make_unique<int>(3));
+    ch.send(std::make_unique<int>(4));
+    EXPECT_EQ(taker.get(), 7);
+    EXPECT_TRUE(box.try_put(std::make_unique<int>(5)));
+    auto again = box.try_take();
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(**again, 5);
+  });
+}
+
 TEST_P(Sync, MvarPutTakeReadAndTry) {
   run([&] {
     weft::mvar<int> m;

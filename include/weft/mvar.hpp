@@ -20,6 +20,7 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "weft/detail/completion.hpp"
@@ -130,9 +131,12 @@ class mvar {
   // Lock held, mvar empty: `v` goes to the waiting readers (copies), then to
   // the first waiting taker, or into the box. Returns with the lock held.
   void deliver_locked(T& v) {
-    while (node* r = readers_.claim_front()) {
-      static_cast<std::optional<T>*>(r->slot)->emplace(v);
-      detail::finish_wait(r, detail::wait_outcome::ok);
+    // A move-only T has no read() (it copies), so no readers either.
+    if constexpr (std::is_copy_constructible_v<T>) {
+      while (node* r = readers_.claim_front()) {
+        static_cast<std::optional<T>*>(r->slot)->emplace(v);
+        detail::finish_wait(r, detail::wait_outcome::ok);
+      }
     }
     if (node* t = takers_.claim_front()) {
       static_cast<std::optional<T>*>(t->slot)->emplace(std::move(v));
@@ -169,32 +173,26 @@ class mvar {
     }
   }
 
-  std::optional<T> take_impl(detail::steady_time deadline) {
-    lock_.lock();
-    if (value_) {
-      std::optional<T> r(std::move(*value_));
-      value_.reset();
-      refill_locked();
-      lock_.unlock();
-      return r;
-    }
-    if (deadline == detail::steady_time::min()) {
-      lock_.unlock();
-      return std::nullopt;
-    }
-    std::optional<T> slot;
-    detail::wait_record rec;
-    node n;
-    n.rec = &rec;
-    n.slot = &slot;
-    if (!park_in(takers_, n, rec, deadline)) return std::nullopt;
-    return slot;
-  }
+  // take() and read(): the value (moved out and the box refilled from the
+  // first waiting putter, or copied), waiting while empty; std::nullopt if
+  // still empty at the deadline (min(): do not wait).
+  // A template parameter, not a flag: read() copies, so an mvar of a
+  // move-only type must still compile when only take() is used.
+  std::optional<T> take_impl(detail::steady_time deadline) { return get_impl<true>(deadline); }
+  std::optional<T> read_impl(detail::steady_time deadline) { return get_impl<false>(deadline); }
 
-  std::optional<T> read_impl(detail::steady_time deadline) {
+  template <bool Take>
+  std::optional<T> get_impl(detail::steady_time deadline) {
     lock_.lock();
     if (value_) {
-      std::optional<T> r(*value_);
+      std::optional<T> r;
+      if constexpr (Take) {
+        r.emplace(std::move(*value_));
+        value_.reset();
+        refill_locked();
+      } else {
+        r.emplace(*value_);
+      }
       lock_.unlock();
       return r;
     }
@@ -207,7 +205,7 @@ class mvar {
     node n;
     n.rec = &rec;
     n.slot = &slot;
-    if (!park_in(readers_, n, rec, deadline)) return std::nullopt;
+    if (!park_in(Take ? takers_ : readers_, n, rec, deadline)) return std::nullopt;
     return slot;
   }
 
