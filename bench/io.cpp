@@ -58,6 +58,7 @@ const char* backend_label(weft::io_backend io) {
     case weft::io_backend::epoll: return "epoll";
     case weft::io_backend::io_uring: return "io_uring";
     case weft::io_backend::blocking: return "blocking";
+    case weft::io_backend::epoll_threads: return "epoll_threads";
   }
   return "?";
 }

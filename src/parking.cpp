@@ -61,25 +61,52 @@ void parking_lot::cancel() noexcept {
 }
 
 void parking_lot::give_token() noexcept {
+  bool interrupt;
   {
     std::lock_guard lock(mutex_);
     ++tokens_;
+    // The poller must be interrupted only if no thread waiting on cv_ will
+    // take this token (the claimed sleeper may be the poller itself).
+    interrupt = poller_waiting_ && tokens_ > cv_waiters_;
   }
   cv_.notify_one();
+  if (interrupt && interrupt_fn_) interrupt_fn_(interrupt_arg_);
 }
 
 void parking_lot::take_token() noexcept {
   std::unique_lock lock(mutex_);
+  ++cv_waiters_;
   cv_.wait(lock, [&] { return tokens_ > 0; });
+  --cv_waiters_;
   --tokens_;
 }
 
 bool parking_lot::take_token_for_ms(int ms) noexcept {
   std::unique_lock lock(mutex_);
-  if (!cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return tokens_ > 0; }))
-    return false;
+  ++cv_waiters_;
+  bool got = cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return tokens_ > 0; });
+  --cv_waiters_;
+  if (!got) return false;
   --tokens_;
   return true;
+}
+
+bool parking_lot::begin_poll_wait() noexcept {
+  std::lock_guard lock(mutex_);
+  // A token given before we got here that no cv_ waiter will take (for
+  // example: a waker claimed us between announce and now) is ours: taking
+  // it accounts for our claimed sleeper slot.
+  if (tokens_ > cv_waiters_) {
+    --tokens_;
+    return true;
+  }
+  poller_waiting_ = true;
+  return false;
+}
+
+void parking_lot::end_poll_wait() noexcept {
+  std::lock_guard lock(mutex_);
+  poller_waiting_ = false;
 }
 
 }  // namespace weft::detail

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "scheduler.hpp"
 
@@ -36,6 +37,21 @@ unsigned workers_from_environment() {
   return static_cast<unsigned>(n);
 }
 
+// WEFT_IO picks the backend when options::io is automatic.
+io_backend io_from_environment(io_backend chosen) {
+  const char* env = std::getenv("WEFT_IO");
+  if (chosen != io_backend::automatic || !env || !*env) return chosen;
+  const std::string s(env);
+  static constexpr std::pair<const char*, io_backend> names[] = {
+      {"automatic", io_backend::automatic}, {"epoll", io_backend::epoll},
+      {"epoll_threads", io_backend::epoll_threads}, {"io_uring", io_backend::io_uring},
+      {"blocking", io_backend::blocking}};
+  for (auto& [name, value] : names)
+    if (s == name) return value;
+  throw configuration_error("WEFT_IO must be one of automatic, epoll, epoll_threads, io_uring, "
+                            "blocking; not '" + s + "'");
+}
+
 options resolve(options o) {
   // Enumerations first: a value cast from an integer (options.io =
   // io_backend(77)) must be refused here, not crash at first use.
@@ -52,6 +68,7 @@ options resolve(options o) {
     case io_backend::epoll:
     case io_backend::io_uring:
     case io_backend::blocking:
+    case io_backend::epoll_threads:
       break;
     default:
       throw configuration_error("weft::options::io is not a weft::io_backend value (" +
@@ -69,6 +86,7 @@ options resolve(options o) {
   if (o.shutdown_grace < std::chrono::milliseconds::zero()) {
     throw configuration_error("weft::options::shutdown_grace must not be negative");
   }
+  o.io = io_from_environment(o.io);
   if (o.workers == 0) o.workers = workers_from_environment();
   if (o.workers == 0) o.workers = std::max(1u, std::thread::hardware_concurrency());
   if (o.workers > max_workers) {

@@ -83,6 +83,7 @@ scheduler::scheduler(const options& resolved)
       parsimonious_(resolved.policy == steal_policy::parsimonious),
       stacks_(resolved.stack_size) {
   install_overflow_handler();
+  parking_.set_interrupter(&scheduler::interrupt_poller, this);
   workers_.reserve(opts_.workers);
   for (unsigned i = 0; i < opts_.workers; ++i) {
     auto w = std::make_unique<worker>();
@@ -150,9 +151,12 @@ io_backend* scheduler::io() {
       case weft::io_backend::io_uring:
         io_ = make_uring_backend(worker_count(), opts_.io_try_first);
         break;
+      case weft::io_backend::epoll_threads:
+        io_ = make_epoll_backend(worker_count(), opts_.io_try_first);
+        break;
       case weft::io_backend::automatic:
       case weft::io_backend::epoll:
-        io_ = make_epoll_backend(worker_count(), opts_.io_try_first);
+        io_ = make_netpoll_backend(opts_.io_try_first);
         break;
     }
     // A backend created after shutdown began (first I/O from a task still
@@ -195,16 +199,17 @@ scheduler::~scheduler() {
   // the runtime: they complete with operation_canceled.
   end_grace();
   {
-    std::lock_guard lock(io_mutex_);
-    io_.reset();  // joins the I/O threads; every operation has completed
-  }
-  {
     std::lock_guard lock(aps_mutex_);
     aps_stop_ = true;
   }
   aps_cv_.notify_all();
   if (aps_thread_.joinable()) aps_thread_.join();
   stop_workers();
+  {
+    // After the workers: they poll the backend (netpoll) until they stop.
+    std::lock_guard lock(io_mutex_);
+    io_.reset();  // joins the I/O threads; every operation has completed
+  }
   free_pools();
   std::lock_guard lock(registry_mutex());
   registry().erase(id_);

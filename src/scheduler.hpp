@@ -73,6 +73,9 @@ class scheduler {
     end_span(w);
     begin_span(w);
   }
+  // Worker-polled I/O: a poll that is due on a busy worker (at most every
+  // poll_period_ns; cheap otherwise). find_work and yield call it.
+  void poll_io_if_due(worker* w) noexcept;
   // APS: the worker is asked to change level (strand boundary in a task).
   void switch_level(worker* w);
   // Starts the APS master thread if priorities are adaptive and it does not
@@ -122,6 +125,15 @@ class scheduler {
   bool try_steal(worker* thief, work_item*& out);
   bool steal_from_set(worker* thief, worker* victim, work_item*& out);
   work_item* take_injected(unsigned level);
+  // Worker-polled I/O (netpoll backend; docs/io.md §The poller). A
+  // non-blocking poll unless a worker is blocked in the poll already or
+  // another polls now; returns how many operations it completed (their
+  // tasks are in w's ready queue).
+  unsigned poll_io(worker* w) noexcept;
+  // Parks w, in the backend's blocking poll if I/O waits and no other worker
+  // is in it.
+  void park_worker(worker* w);
+  static void interrupt_poller(void* self) noexcept;
   // A fiber from `q` as a work item (its resume_item, or under ParWS a batch
   // for a thief), or nullptr. The owner takes the newest wake-up before
   // injected work and the FIFO (older wake-ups, yields) after it; thieves
@@ -198,6 +210,14 @@ class scheduler {
   std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published
   bool io_shutdown_ = false;                 // guarded by io_mutex_
   std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
+  // A worker is in (or entering) the backend's blocking poll: the poller
+  // slot. Non-blocking polls are skipped meanwhile (the kernel wakes the
+  // blocked poller; a concurrent poll could take the interrupt meant for it).
+  std::atomic<bool> poller_slot_{false};
+  std::atomic<bool> polling_now_{false};  // a non-blocking poll runs
+  // steady-clock ns (since epoch_) after which a busy worker polls.
+  std::atomic<std::uint64_t> next_busy_poll_ns_{0};
+  static constexpr std::uint64_t poll_period_ns = 100'000;
 
   std::atomic<std::int64_t> external_started_{0};
   std::atomic<bool> stopping_{false};

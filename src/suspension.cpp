@@ -267,6 +267,9 @@ void yield() {
   // Nothing else to run: a check, not a suspension. It is still a strand
   // boundary: the APS master sees a fresh span (it moves workers whose
   // strands are recent, and would otherwise take this one for a long strand).
+  // A task that yields in a loop must still let I/O complete (netpoll: the
+  // workers poll; with one worker nobody else would).
+  w->sched->poll_io_if_due(w);
   if (!w->sched->others_ready(w)) {
     w->sched->mark_strand_boundary(w);
     return;

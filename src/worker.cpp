@@ -4,6 +4,7 @@
 // levels (src/aps_master.cpp).
 #include <immintrin.h>
 
+#include "io/io_backend.hpp"
 #include "overflow_guard.hpp"
 #include "scheduler.hpp"
 
@@ -148,9 +149,67 @@ void scheduler::adopt_assigned_level(worker* w) noexcept {
                   std::memory_order_release);
 }
 
+// --- worker-polled I/O (netpoll backend) -----------------------------------------
+
+void scheduler::interrupt_poller(void* self) noexcept {
+  auto* s = static_cast<scheduler*>(self);
+  // acquire: pairs with io()'s release publication.
+  if (io_backend* b = s->io_ptr_.load(std::memory_order_acquire)) b->interrupt();
+}
+
+unsigned scheduler::poll_io(worker* w) noexcept {
+  (void)w;
+  // acquire: pairs with io()'s release publication.
+  io_backend* b = io_ptr_.load(std::memory_order_acquire);
+  if (!b || !b->has_waiters()) return 0;
+  // relaxed: hints. A blocked poller is woken by the kernel itself; two
+  // concurrent non-blocking polls would only split the same events.
+  if (poller_slot_.load(std::memory_order_relaxed)) return 0;
+  if (polling_now_.exchange(true, std::memory_order_acquire)) return 0;
+  unsigned n = b->poll(false);
+  // release: orders this poll before the next poller's (hygiene; the
+  // descriptor locks order the operations themselves).
+  polling_now_.store(false, std::memory_order_release);
+  return n;
+}
+
+void scheduler::poll_io_if_due(worker* w) noexcept {
+  // Only every 64th call reads the clock.
+  if (++w->poll_tick % 64 != 0) return;
+  io_backend* b = io_ptr_.load(std::memory_order_acquire);
+  if (!b || !b->has_waiters()) return;
+  const std::uint64_t now = now_ns();
+  // relaxed: a rate limit; two workers polling at once is harmless.
+  if (now < next_busy_poll_ns_.load(std::memory_order_relaxed)) return;
+  next_busy_poll_ns_.store(now + poll_period_ns, std::memory_order_relaxed);
+  poll_io(w);
+}
+
+void scheduler::park_worker(worker* w) {
+  auto has_work = [this, w] {
+    return stopping_.load(std::memory_order_acquire) ||
+           w->level_switch_pending.load(std::memory_order_relaxed) || has_visible_work(w->level);
+  };
+  io_backend* b = io_ptr_.load(std::memory_order_acquire);
+  // One idle worker at a time waits in the backend's poll instead of on the
+  // condition variable, while operations wait for readiness. acquire:
+  // pairs with the release below (the previous poller is out).
+  if (b && b->has_waiters() && !poller_slot_.exchange(true, std::memory_order_acquire)) {
+    bool events = false;
+    parking_.park_polling(has_work, [&] { events = b->wait_events(true); });
+    // Out of the park before completing: the tasks the completions queue on
+    // this worker may then wake a parked worker to share them.
+    poller_slot_.store(false, std::memory_order_release);
+    if (events) b->complete_events();
+    return;
+  }
+  parking_.park(has_work);
+}
+
 work_item* scheduler::find_work(worker* w) {
   end_span(w);
   adopt_assigned_level(w);
+  poll_io_if_due(w);
   // The task woken here last (ready_queue) and the own deque's newest item:
   // depth-first. ProWS pops the deque first (a resumed task may adopt its
   // parked deque only in place of an empty one); ParWS resumes first, as
@@ -188,6 +247,12 @@ work_item* scheduler::find_work(worker* w) {
       bool stole = false;
       if (!found && ++w->fifo_turns % steal_turn == 0) stole = try_steal(w, found);
       if (!found) found = take_ready(w, w->ready[level], ready_take::oldest);
+      // I/O that became ready (Go's findrunnable polls here too: before
+      // stealing, so that a worker runs the tasks it completes itself).
+      if (!found && poll_io(w) > 0) {
+        found = take_ready(w, w->ready[level], ready_take::newest);
+        if (!found) found = take_ready(w, w->ready[level], ready_take::oldest);
+      }
       if (!found) stole = try_steal(w, found);
       if (stole) {
         // More work may be waiting: let a parked worker help (work spreads
@@ -212,11 +277,7 @@ work_item* scheduler::find_work(worker* w) {
     // relaxed: a hint for the APS master (it wakes parked workers whose level
     // has work; a stale value costs one spurious wake-up or one quantum).
     w->parked.store(true, std::memory_order_relaxed);
-    parking_.park([this, w] {
-      return stopping_.load(std::memory_order_acquire) ||
-             w->level_switch_pending.load(std::memory_order_relaxed) ||
-             has_visible_work(w->level);
-    });
+    park_worker(w);
     w->parked.store(false, std::memory_order_relaxed);
   }
 }

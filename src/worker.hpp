@@ -79,6 +79,8 @@ struct worker : worker_view {
   // Times find_work reached the ready FIFO (owner only): every
   // scheduler::steal_turn-th time it steals first (fairness, worker.cpp).
   unsigned fifo_turns = 0;
+  // find_work calls since the last check for I/O polling (owner only).
+  unsigned poll_tick = 0;
 
   // --- APS (src/aps_master.cpp) ---
   // The level the master wants this worker at (written by the master,

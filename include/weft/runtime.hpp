@@ -31,15 +31,20 @@ bool is_worker_of(const scheduler& s) noexcept;
 //               tasks before stealing.
 enum class steal_policy { proactive, parsimonious };
 
-// How weft::io operations wait (docs/io.md).
-//  automatic  the default: epoll (the faster one on this machine's benchmark)
-//  epoll      Cilk-L: an I/O thread per worker, a lock-free SPSC request queue
-//             and an eventfd to wake it; epoll for readiness
+// How weft::io operations wait (docs/io.md §Backends).
+//  automatic  the default: epoll (the fastest on this machine's benchmarks)
+//  epoll      the workers poll one epoll set themselves when they run out of
+//             work (one idle worker blocks in epoll_wait), as Go and Tokio
+//             do; a ready operation is performed and its task resumed on the
+//             worker that saw the event
+//  epoll_threads  Cilk-L (paper 000): an I/O thread per worker; workers hand
+//             operations that would block over a lock-free queue and an
+//             eventfd; the I/O thread completes them
 //  io_uring   a ring per worker; the worker submits directly, a reaper thread
 //             per ring completes; regular files are truly asynchronous
 //  blocking   the plain system call inside the task (blocks the worker, as
 //             Cilk-F does): the baseline
-enum class io_backend { automatic, epoll, io_uring, blocking };
+enum class io_backend { automatic, epoll, io_uring, blocking, epoll_threads };
 
 struct options {
   // Number of worker threads. 0 means: the WEFT_WORKERS environment variable

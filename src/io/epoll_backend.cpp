@@ -327,7 +327,7 @@ class epoll_backend final : public io_backend {
     threads_.reserve(workers);
     for (unsigned i = 0; i < workers; ++i) threads_.push_back(std::make_unique<io_thread>(order_));
   }
-  const char* name() const noexcept override { return "epoll"; }
+  const char* name() const noexcept override { return "epoll_threads"; }
 
   void submit(io_operation* op, worker_view* w) override {
     if (op->kind == io_kind::timeout) {  // no order to keep: the worker's own thread

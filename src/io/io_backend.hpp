@@ -22,6 +22,28 @@ class io_backend {
   // Completes every pending operation with ECANCELED and every later one at
   // once. Called by ~runtime before it drains the tasks.
   virtual void begin_shutdown() = 0;
+
+  // Backends whose readiness is polled by the workers themselves (netpoll):
+  // an idle worker calls poll(), and one at a time blocks in it.
+  // Operations are waiting for readiness (a hint: relaxed).
+  virtual bool has_waiters() const noexcept { return false; }
+  // Completes the operations whose descriptors are ready; `block`: wait
+  // until there are some or interrupt() is called. Returns how many
+  // operations it completed. Workers only.
+  virtual unsigned poll(bool block) noexcept {
+    (void)block;
+    return 0;
+  }
+  // poll() in two steps, so that a worker can leave its park between them:
+  // waits (or not) for events and keeps them for this thread; then performs
+  // and completes their operations.
+  virtual bool wait_events(bool block) noexcept {
+    (void)block;
+    return false;
+  }
+  virtual unsigned complete_events() noexcept { return 0; }
+  // Ends a blocking wait early (any thread).
+  virtual void interrupt() noexcept {}
 };
 
 // Which readiness an operation waits for.
@@ -39,6 +61,7 @@ long long attempt_io(io_operation* op) noexcept;
 long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept;
 
 std::unique_ptr<io_backend> make_epoll_backend(unsigned workers, bool try_first);
+std::unique_ptr<io_backend> make_netpoll_backend(bool try_first);
 std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first);  // throws if unavailable
 std::unique_ptr<io_backend> make_blocking_backend();
 

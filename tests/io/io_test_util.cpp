@@ -275,6 +275,7 @@ const char* backend_string(weft::io_backend b) {
     case weft::io_backend::epoll: return "epoll";
     case weft::io_backend::io_uring: return "io_uring";
     case weft::io_backend::blocking: return "blocking";
+    case weft::io_backend::epoll_threads: return "epoll_threads";
   }
   return "?";
 }
@@ -290,6 +291,10 @@ std::vector<io_param> all_params() {
   for (auto b : {weft::io_backend::epoll, weft::io_backend::io_uring, weft::io_backend::blocking})
     for (auto p : {weft::steal_policy::proactive, weft::steal_policy::parsimonious})
       for (unsigned w : {1u, 2u}) v.push_back({b, p, w, true});
+  // Cilk-L's I/O threads, the non-default epoll design: proactive only (the
+  // policies do not touch the backend; the CI time is bounded).
+  for (unsigned w : {1u, 2u})
+    v.push_back({weft::io_backend::epoll_threads, weft::steal_policy::proactive, w, true});
   return v;
 }
 
@@ -298,6 +303,7 @@ std::vector<io_param> no_try_first_params() {
   for (auto b : {weft::io_backend::epoll, weft::io_backend::io_uring})
     for (auto p : {weft::steal_policy::proactive, weft::steal_policy::parsimonious})
       for (unsigned w : {1u, 2u}) v.push_back({b, p, w, false});
+  v.push_back({weft::io_backend::epoll_threads, weft::steal_policy::proactive, 2, false});
   return v;
 }
 

@@ -1,8 +1,9 @@
 // Shared helpers for the weft::io tests (tests/io).
 //
 // Every test is parameterised over backend {epoll, io_uring, blocking} x
-// policy {proactive, parsimonious} x workers {1, 2} (and, for the core
-// operations, io_try_first = false on the two asynchronous backends).
+// policy {proactive, parsimonious} x workers {1, 2}, plus epoll_threads
+// (proactive, 1 and 2 workers); and, for the core operations, io_try_first =
+// false on the asynchronous backends.
 //
 // Bounding: the root task of a test runs with a deadline (run()); a runtime
 // that does not finish in time is a deadlock, and since its tasks still refer

@@ -77,6 +77,9 @@ struct io_operation {
   unsigned home = 0;                    // I/O thread or ring index
   // Intrusive link of the epoll backend's submission queue (mpsc_queue.hpp).
   std::atomic<io_operation*> next{nullptr};
+  // Intrusive link of the netpoll backend's per-descriptor waiter lists
+  // (guarded by that descriptor's lock).
+  io_operation* wait_next = nullptr;
 
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept;
