@@ -28,6 +28,11 @@
 //    whatever options::shutdown_grace says.
 //  * f runs on a plain thread, not in a task: weft::async and other task-only
 //    APIs throw there; waits (future::get, ...) block that helper thread.
+//  * The result is delivered by a worker: the helper hands the finished call
+//    back to the runtime, and a worker marks the future ready (that is how
+//    the call is counted finished). So the future becomes ready only once a
+//    worker is free to take that step: a task that spins on is_ready() with
+//    every worker busy (or a runtime whose workers are all blocked) waits.
 //  * Arguments are decay-copied, as with weft::async. f and the copies are
 //    destroyed on the helper thread right after the call.
 #pragma once
