@@ -11,7 +11,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest-dev libtbb-dev
-          libbenchmark-dev liburing-dev pkg-config)
+          libbenchmark-dev liburing-dev pkg-config curl)
 
 log() { printf '[setup-deps] %s\n' "$*"; }
 

@@ -21,6 +21,9 @@ constexpr std::size_t default_stack = std::size_t{1} << 20;
 constexpr std::size_t min_stack = std::size_t{16} << 10;
 constexpr std::size_t max_stack = std::size_t{1} << 30;
 constexpr unsigned max_workers = 1024;
+// spawn_blocking's pool (see options::blocking_threads for the choice).
+constexpr unsigned default_blocking_threads = 64;
+constexpr unsigned max_blocking_threads = 4096;
 
 unsigned workers_from_environment() {
   const char* env = std::getenv("WEFT_WORKERS");
@@ -82,6 +85,15 @@ options resolve(options o) {
       throw configuration_error(
           "weft::options::priorities is not a weft::options::priority_mode value (" +
           std::to_string(static_cast<int>(o.priorities)) + ")");
+  }
+  if (o.blocking_threads == 0) o.blocking_threads = default_blocking_threads;
+  if (o.blocking_threads > max_blocking_threads) {
+    throw configuration_error("weft::options::blocking_threads must be at most " +
+                              std::to_string(max_blocking_threads) + ", not " +
+                              std::to_string(o.blocking_threads));
+  }
+  if (o.blocking_keep_alive < std::chrono::milliseconds::zero()) {
+    throw configuration_error("weft::options::blocking_keep_alive must not be negative");
   }
   if (o.shutdown_grace < std::chrono::milliseconds::zero()) {
     throw configuration_error("weft::options::shutdown_grace must not be negative");

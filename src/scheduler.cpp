@@ -258,6 +258,7 @@ runtime::statistics scheduler::stats() const noexcept {
   }
   s.fibers_created = stacks_.stacks_in_use();
   s.unobserved_exceptions = unobserved_exceptions_.load(std::memory_order_relaxed);
+  s.blocking_threads = blocking_.threads();
   return s;
 }
 

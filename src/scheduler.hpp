@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "blocking_pool.hpp"
 #include "parking.hpp"
 #include "stack_pool.hpp"
 #include "timer_service.hpp"
@@ -105,6 +106,7 @@ class scheduler {
   void make_resumable(fiber* f, resume_kind kind = resume_kind::woken) noexcept;
 
   timer_service& timers() noexcept { return timers_; }
+  blocking_pool& blocking() noexcept { return blocking_; }  // spawn_blocking's threads
   // The I/O backend, created on first use (thread-safe).
   io_backend* io();
   // Puts a deque that holds work into a random worker's stealable set, unless
@@ -222,6 +224,9 @@ class scheduler {
   std::atomic<std::int64_t> external_started_{0};
   std::atomic<bool> stopping_{false};
   friend worker* this_worker() noexcept;
+  // Last: destroyed first, after the drain (every call has finished) and
+  // while everything a helper thread's last injection touched still exists.
+  blocking_pool blocking_{opts_.blocking_threads, opts_.blocking_keep_alive};
 };
 
 }  // namespace weft::detail

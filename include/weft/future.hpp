@@ -36,6 +36,8 @@ template <class T> class promise;
 
 namespace detail {
 
+struct future_access;  // weft/blocking.hpp
+
 [[noreturn]] inline void throw_future_error(std::future_errc e) {
   throw std::future_error(e);
 }
@@ -363,6 +365,7 @@ class future {
   friend auto detail::launch_async_at(detail::scheduler*, int, F&&, A&&...)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
   friend class shared_future<T>;
+  friend struct detail::future_access;
   explicit future(detail::future_state<T>* s) noexcept : state_(s) {}
   void check() const {
     if (!state_) detail::throw_future_error(std::future_errc::no_state);

@@ -75,6 +75,16 @@ struct options {
   // and timed waits (wait_for, wait_until) time out. zero(): at once;
   // milliseconds::max(): never (the destructor then waits for the I/O too).
   std::chrono::milliseconds shutdown_grace{1000};
+
+  // weft::spawn_blocking (weft/blocking.hpp): the most helper threads that
+  // run blocking calls at once; further calls wait in a FIFO queue. 0 means
+  // the default, 64: blocking calls mostly wait (DNS, disks, remote
+  // services), so many may usefully overlap even on few cores, while 64
+  // threads (a stack each, mostly unused) stay cheap. At most 4096, else
+  // configuration_error. Threads start on demand; one idle for
+  // blocking_keep_alive exits (zero: at once; not negative).
+  unsigned blocking_threads = 0;
+  std::chrono::milliseconds blocking_keep_alive{10000};
 };
 
 // Thrown when an option is invalid (for example WEFT_WORKERS=abc).
@@ -134,6 +144,7 @@ class runtime {
     // rethrew it. They are discarded, as std::future discards them; this
     // counts them (docs/api.md).
     std::size_t unobserved_exceptions;
+    std::size_t blocking_threads;   // spawn_blocking helper threads alive now
   };
   statistics stats() const noexcept;
 

@@ -1,6 +1,7 @@
 // weft — a work-stealing runtime with lazily promoted fibers. Umbrella header.
 #pragma once
 
+#include "weft/blocking.hpp"
 #include "weft/channel.hpp"
 #include "weft/future.hpp"
 #include "weft/ivar.hpp"
