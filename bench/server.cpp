@@ -499,6 +499,11 @@ void run_server(const config& cfg, report& rep) {
     auto add_vs_best = [&](std::size_t i, const std::string& what,
                            const std::vector<const row*>& rows, bool higher) {
       const int b = better(rows, higher);
+      if (b < 0) {  // say why, not just "an input is missing"
+        rep.add_missing("server", servers[i].name + " / best peer, " + what, params,
+                        "n/a (no peer measured: Go: " + errors[2] + "; Tokio: " + errors[3] + ")");
+        return;
+      }
       rep.add_ratio("server", servers[i].name + " / best peer, " + what, params, rows[i],
                     b < 0 ? nullptr : rows[static_cast<std::size_t>(b)], goal_kind::none, 0,
                     b < 0 ? "" : "vs " + servers[static_cast<std::size_t>(b)].name);
@@ -508,8 +513,12 @@ void run_server(const config& cfg, report& rep) {
       add_vs_best(i, "req/s", rps, true);
       add_vs_best(i, "p99", p99, false);
       add_vs_best(i, "p99.9", p999, false);
-      rep.add_ratio("server", servers[i].name + " / Tokio, CPU per request", params, cpu[i],
-                    cpu[3]);
+      if (!cpu[3])
+        rep.add_missing("server", servers[i].name + " / Tokio, CPU per request", params,
+                        "n/a (Tokio: " + errors[3] + ")");
+      else
+        rep.add_ratio("server", servers[i].name + " / Tokio, CPU per request", params, cpu[i],
+                      cpu[3]);
     }
   }
 
