@@ -397,6 +397,7 @@ void run_server(const config& cfg, report& rep) {
   std::vector<long> counts = {1, 50, 1000};
   if (!cfg.quick) counts.push_back(10000);
 
+  // Every weft server first, Go and Tokio last (kGo, kTokio below).
   std::vector<server_spec> servers;
   const std::string W = std::to_string(kWorkers);
   servers.push_back({"weft epoll", {server_exe, "--backend", "epoll", "--workers", W}, ""});
@@ -422,6 +423,9 @@ void run_server(const config& cfg, report& rep) {
                        tk.reason});
   }
   const std::size_t n = servers.size();
+  // The weft servers come first (a new backend is one more push_back above),
+  // then the two peers, last.
+  const std::size_t kGo = n - 2, kTokio = n - 1;
 
   rlimit lim{};
   ::getrlimit(RLIMIT_NOFILE, &lim);
@@ -488,37 +492,38 @@ void run_server(const config& cfg, report& rep) {
       rep.add(std::move(m));
     }
 
-    // The better peer per figure: Go (index 2) or Tokio (3); -1 if neither.
+    // The better peer per figure: Go or Tokio; -1 if neither.
     auto better = [&](const std::vector<const row*>& rows, bool higher) -> int {
-      const row* g = rows[2];
-      const row* t = rows[3];
-      if (!g || !g->has_value()) return t && t->has_value() ? 3 : -1;
-      if (!t || !t->has_value()) return 2;
-      return (higher ? g->value >= t->value : g->value <= t->value) ? 2 : 3;
+      const row* g = rows[kGo];
+      const row* t = rows[kTokio];
+      if (!g || !g->has_value()) return t && t->has_value() ? int(kTokio) : -1;
+      if (!t || !t->has_value()) return int(kGo);
+      return (higher ? g->value >= t->value : g->value <= t->value) ? int(kGo) : int(kTokio);
     };
     auto add_vs_best = [&](std::size_t i, const std::string& what,
                            const std::vector<const row*>& rows, bool higher) {
       const int b = better(rows, higher);
       if (b < 0) {  // say why, not just "an input is missing"
         rep.add_missing("server", servers[i].name + " / best peer, " + what, params,
-                        "n/a (no peer measured: Go: " + errors[2] + "; Tokio: " + errors[3] + ")");
+                        "n/a (no peer measured: Go: " + errors[kGo] + "; Tokio: " +
+                            errors[kTokio] + ")");
         return;
       }
       rep.add_ratio("server", servers[i].name + " / best peer, " + what, params, rows[i],
                     b < 0 ? nullptr : rows[static_cast<std::size_t>(b)], goal_kind::none, 0,
                     b < 0 ? "" : "vs " + servers[static_cast<std::size_t>(b)].name);
     };
-    for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < kGo; ++i) {  // the weft servers
       if (!errors[i].empty()) continue;
       add_vs_best(i, "req/s", rps, true);
       add_vs_best(i, "p99", p99, false);
       add_vs_best(i, "p99.9", p999, false);
-      if (!cpu[3])
+      if (!cpu[kTokio])
         rep.add_missing("server", servers[i].name + " / Tokio, CPU per request", params,
-                        "n/a (Tokio: " + errors[3] + ")");
+                        "n/a (Tokio: " + errors[kTokio] + ")");
       else
         rep.add_ratio("server", servers[i].name + " / Tokio, CPU per request", params, cpu[i],
-                      cpu[3]);
+                      cpu[kTokio]);
     }
   }
 
