@@ -27,7 +27,7 @@ enum class goal_kind { none, at_least, at_most };
 
 // One line of the result table (and one object of the JSON output).
 struct row {
-  std::string section;  // fib, spawn, pingpong, memory
+  std::string section;  // fib, spawn, pingpong, memory, ..., server
   std::string name;     // what was measured
   std::string params;   // n, workers, counts
   double value = NAN;   // median; NaN when not measured (see note)
@@ -105,6 +105,7 @@ void run_priority(const config& cfg, report& rep);
 void run_io(const config& cfg, report& rep);  // io.cpp: latency-hiding I/O
 
 void run_sync(const config& cfg, report& rep);  // sync.cpp: ivars, mvars, channels vs Go, Boost.Fiber
+void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go, Tokio
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);

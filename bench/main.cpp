@@ -1,7 +1,7 @@
 // weft-bench — the benchmark suite's driver: options, machine header, result
 // table, JSON output and the hang watchdog.
 //
-//   weft-bench [--quick] [--reps N] [--json PATH] [--only fib,spawn,pingpong,memory,priority,io,sync]
+//   weft-bench [--quick] [--reps N] [--json PATH] [--only fib,spawn,pingpong,memory,priority,io,sync,server]
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -432,8 +432,9 @@ void usage(std::FILE* f) {
                "  --reps N         timed repetitions per figure, median reported (default 5)\n"
                "  --json PATH      also write every figure as JSON to PATH\n"
                "  --only SECTIONS  comma-separated subset of: fib,spawn,pingpong,memory,\n"
-               "                   priority,io,sync (priority.fib, priority.jobs and\n"
-               "                   priority.interactive select one part of priority)\n");
+               "                   priority,io,sync,server (priority.fib, priority.jobs\n"
+               "                   and priority.interactive select one part of priority;\n"
+               "                   server: TCP echo servers vs Go and Tokio)\n");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -477,7 +478,7 @@ int main(int argc, char** argv) {
       for (const auto& s : cfg.only) {
         if (s != "fib" && s != "spawn" && s != "pingpong" && s != "memory" &&
             s != "priority" && s != "priority.fib" && s != "priority.jobs" &&
-            s != "priority.interactive" && s != "io" && s != "sync") {
+            s != "priority.interactive" && s != "io" && s != "sync" && s != "server") {
           std::fprintf(stderr, "weft-bench: unknown section '%s'\n", s.c_str());
           return 2;
         }
@@ -510,6 +511,7 @@ int main(int argc, char** argv) {
     run_priority(cfg, rep);
   if (cfg.wants("io")) run_io(cfg, rep);
   if (cfg.wants("sync")) run_sync(cfg, rep);
+  if (cfg.wants("server")) run_server(cfg, rep);
   rep.print_footer();
   std::printf("total time %.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
