@@ -42,6 +42,7 @@ struct backend_name {
 constexpr backend_name kBackends[] = {
     {"automatic", weft::io_backend::automatic},
     {"epoll", weft::io_backend::epoll},
+    {"epoll_threads", weft::io_backend::epoll_threads},
     {"io_uring", weft::io_backend::io_uring},
     {"blocking", weft::io_backend::blocking},
 };

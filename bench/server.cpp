@@ -401,6 +401,7 @@ void run_server(const config& cfg, report& rep) {
   std::vector<server_spec> servers;
   const std::string W = std::to_string(kWorkers);
   servers.push_back({"weft epoll", {server_exe, "--backend", "epoll", "--workers", W}, ""});
+  servers.push_back({"weft epoll_threads", {server_exe, "--backend", "epoll_threads", "--workers", W}, ""});
   {
     std::string why;
     server_spec s{"weft io_uring", {server_exe, "--backend", "io_uring", "--workers", W}, ""};
