@@ -4,6 +4,8 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,7 +24,15 @@ namespace weft::detail {
 
 class io_backend;
 
-enum class io_kind : std::uint8_t { read, write, recv, send, accept, connect, timeout };
+enum class io_kind : std::uint8_t {
+  read, write, recv, send, accept, connect, timeout,
+  // Readiness of a descriptor someone else owns (poll(2) semantics).
+  wait_readable, wait_writable,
+  // Positional and vectored file I/O.
+  pread, pwrite, readv, writev, fsync, fdatasync,
+  // Datagrams (and any socket): addresses and control messages.
+  recvfrom, sendto, recvmsg, sendmsg,
+};
 
 struct io_operation {
   completion done;
@@ -38,11 +48,19 @@ struct io_operation {
   int flags = 0;
   void* buf = nullptr;
   std::size_t len = 0;
-  sockaddr* addr = nullptr;             // accept
-  socklen_t* addrlen = nullptr;         // accept
-  const sockaddr* peer = nullptr;       // connect
-  socklen_t peer_len = 0;               // connect
+  sockaddr* addr = nullptr;             // accept, recvfrom
+  socklen_t* addrlen = nullptr;         // accept, recvfrom
+  const sockaddr* peer = nullptr;       // connect, sendto
+  socklen_t peer_len = 0;               // connect, sendto
   bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
+  long long offset = 0;                 // pread, pwrite (validated >= 0)
+  const iovec* iov = nullptr;           // readv, writev: the caller's array
+  int iovcnt = 0;                       // readv, writev
+  // recvmsg/sendmsg: the caller's header. recvfrom/sendto: points to
+  // own_msg, which io_uring needs (it has no recvfrom/sendto opcode).
+  msghdr* msg = nullptr;
+  msghdr own_msg{};                     // recvfrom, sendto (io_uring)
+  iovec own_iov{};                      // recvfrom, sendto (io_uring)
   std::size_t transferred = 0;          // recv with MSG_WAITALL: bytes so far
   bool uring_poll_armed = false;        // io_uring: waiting for readiness, then retry
   // prepare_io has run on the submitting worker (try-first), and its finding.
