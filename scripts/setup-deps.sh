@@ -11,7 +11,8 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest-dev libtbb-dev
-          libbenchmark-dev liburing-dev pkg-config)
+          libbenchmark-dev liburing-dev pkg-config
+          libcurl4-openssl-dev)  # libcurl: tests/io/test_io_foreign.cpp
 
 log() { printf '[setup-deps] %s\n' "$*"; }
 
