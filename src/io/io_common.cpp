@@ -150,6 +150,10 @@ long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file
     case io_kind::pwrite:
       // Also what keeps io_uring from reading -1 as "the current position".
       if (op->offset < 0) return -EINVAL;
+      // pread(2) on a pipe, socket or tty is ESPIPE; io_uring would ignore
+      // the offset on such a stream and read (or wait) instead. Say it now,
+      // the same on every backend.
+      if (::lseek(op->fd, 0, SEEK_CUR) < 0 && errno == ESPIPE) return -ESPIPE;
       break;
     case io_kind::recvfrom:
       if (op->addr && !op->addrlen) return -EINVAL;
