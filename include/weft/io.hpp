@@ -73,10 +73,11 @@ class io_future {
   io_future(const io_future&) = delete;
   io_future& operator=(const io_future&) = delete;
   // Dropping a pending operation's future does not cancel it: it completes
-  // in the background (call cancel() first to stop it). Exception: a pending
+  // in the background (call cancel() first to stop it). Exceptions: a pending
   // accept is cancelled (its connection stays in the listener's backlog for
   // the next accept), and a socket accepted for a future dropped without
-  // get() is closed, never leaked.
+  // get() is closed, never leaked; a pending readiness wait (wait_readable,
+  // wait_writable) is cancelled, since it has no effect but its result.
   ~io_future() { reset(); }
 
   bool valid() const noexcept { return op_ != nullptr; }

@@ -102,6 +102,30 @@ TEST_P(IoOps, WaitReadableCancelAndDeadline) {
   EXPECT_FALSE(r.fired());
 }
 
+// A dropped wait is cancelled (io.hpp): it returns at once, even on the
+// blocking backend (which would otherwise perform it in the destructor),
+// and leaves nothing watching the descriptor.
+TEST_P(IoOps, DroppedWaitIsCancelled) {
+  fd_pair p = make_pipe();
+  rescuer r(5s, [&] { plain_write_all(p.b.get(), "!", 1); });
+  run([&] {
+    {
+      auto f = weft::io::wait_readable(p.a.get());
+      weft::io::sleep_for(10ms).get();
+    }
+    (void)weft::io::wait_readable(p.a.get());  // dropped at once
+  });
+  EXPECT_FALSE(r.fired()) << "dropping a pending wait waited for the descriptor";
+  r.disarm();
+  // The descriptor's number can be reused at once.
+  p.a.reset();
+  fd_pair q = make_pipe();
+  run([&] {
+    ASSERT_EQ(::write(q.b.get(), "x", 1), 1);
+    weft::io::wait_readable(q.a.get()).get();
+  });
+}
+
 // ------------------------------------------------------------- files
 
 TEST_P(IoOps, PositionalAndVectoredFileIo) {

@@ -141,12 +141,17 @@ inline bool io_ready(io_operation* op) {
   return op->done.is_set();
 }
 // The future lets go of `op`. A dropped future does not cancel its
-// operation, on any backend (a deferred one is performed first), except an
-// accept: nobody could take its socket any more, so it is cancelled and the
-// connection stays in the listener's backlog for the next accept (if it was
-// accepted all the same, io_operation_destroy closes the socket).
+// operation, on any backend (a deferred one is performed first), except:
+//  * an accept: nobody could take its socket any more, so it is cancelled and
+//    the connection stays in the listener's backlog for the next accept (if
+//    it was accepted all the same, io_operation_destroy closes the socket);
+//  * a readiness wait: it has no effect but its result, which nobody can see
+//    any more; left pending it would keep watching a descriptor its owner
+//    may close and reuse (and block a blocking-backend worker until ready).
 inline void io_drop(io_operation* op) noexcept {
-  if (op->kind == io_kind::accept && !op->done.is_set()) io_cancel_noexcept(op);
+  const bool pointless = op->kind == io_kind::accept || op->kind == io_kind::wait_readable ||
+                         op->kind == io_kind::wait_writable;
+  if (pointless && !op->done.is_set()) io_cancel_noexcept(op);
   if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::max());
   op->release();
 }
