@@ -77,7 +77,9 @@ class io_future {
   // accept is cancelled (its connection stays in the listener's backlog for
   // the next accept), and a socket accepted for a future dropped without
   // get() is closed, never leaked; a pending readiness wait (wait_readable,
-  // wait_writable) is cancelled, since it has no effect but its result.
+  // wait_writable) is cancelled, since it has no effect but its result, and
+  // the destructor waits (briefly) for the backend to let go of the
+  // descriptor, which its owner may then close.
   ~io_future() { reset(); }
 
   bool valid() const noexcept { return op_ != nullptr; }

@@ -148,10 +148,21 @@ inline bool io_ready(io_operation* op) {
 //  * a readiness wait: it has no effect but its result, which nobody can see
 //    any more; left pending it would keep watching a descriptor its owner
 //    may close and reuse (and block a blocking-backend worker until ready).
+//    The drop also waits for the cancellation to complete (promptly: no
+//    readiness is awaited), because only then is the backend done with the
+//    descriptor (the epoll backend removes it from its set before
+//    completing): the owner may close it right after the drop.
 inline void io_drop(io_operation* op) noexcept {
-  const bool pointless = op->kind == io_kind::accept || op->kind == io_kind::wait_readable ||
-                         op->kind == io_kind::wait_writable;
-  if (pointless && !op->done.is_set()) io_cancel_noexcept(op);
+  const bool is_wait = op->kind == io_kind::wait_readable || op->kind == io_kind::wait_writable;
+  if (is_wait && !op->done.is_set()) {
+    try {
+      io_cancel(op);
+      io_wait(op);
+    } catch (...) {
+      // No memory to record the cancellation: the wait completes on its own.
+    }
+  }
+  if (op->kind == io_kind::accept && !op->done.is_set()) io_cancel_noexcept(op);
   if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::max());
   op->release();
 }
