@@ -232,13 +232,15 @@ io_future<void> sleep_for(const std::chrono::duration<Rep, Period>& d) {
 // read or written, and the descriptor's flags are left alone (it is not
 // switched to O_NONBLOCK: its owner decides). Level-triggered: a descriptor
 // that is ready completes the wait at once. Use get_for/get_until for the
-// library's timeouts. The owner must not close fd while a wait is pending
-// (cancel it first): the backends watch the descriptor number.
+// library's timeouts. The owner must not close fd while a wait is pending:
+// finish it first (get, a get_for that timed out, or dropping the future,
+// which cancels the wait and returns once the backend has let go of fd).
 io_future<void> wait_readable(int fd);
 io_future<void> wait_writable(int fd);
 
 // ---- Positional and vectored I/O (pread(2), pwrite(2), readv(2), writev(2)).
-// pread/pwrite leave the file position alone; offset < 0 is invalid_argument.
+// pread/pwrite leave the file position alone; offset < 0 is invalid_argument,
+// a descriptor that cannot seek (pipe, socket, tty) is ESPIPE.
 // readv/writev: the iovec array (and the buffers it points to) must stay
 // valid and unchanged until the operation completes; iovcnt <= IOV_MAX. On a
 // regular file the epoll backend performs them on its I/O thread, the
@@ -273,8 +275,7 @@ io_future<std::size_t> sendmsg(int fd, const msghdr* msg, int flags = 0);
 // behind the data already sent), so there is no future. Throws
 // std::system_error (EBADF for fd < 0, ENOTCONN, ENOTSOCK...); the second
 // form reports the error in ec instead. Callable from any thread. A peer
-// waiting in recv sees end of file after SHUT_WR; a recv pending on fd
-// itself completes with end of file after SHUT_RD.
+// waiting in recv sees end of file after SHUT_WR.
 void shutdown(int fd, int how);
 void shutdown(int fd, int how, std::error_code& ec) noexcept;
 
