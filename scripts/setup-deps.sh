@@ -11,7 +11,9 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest-dev libtbb-dev
-          libbenchmark-dev liburing-dev pkg-config curl)
+          libbenchmark-dev liburing-dev pkg-config
+          curl                   # the HTTP example's test (examples/io/http_server_test.sh)
+          libcurl4-openssl-dev)  # libcurl: tests/io/test_io_foreign.cpp
 
 log() { printf '[setup-deps] %s\n' "$*"; }
 

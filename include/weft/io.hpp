@@ -17,7 +17,11 @@
 // End of file is not an error: read/recv complete with 0 bytes.
 //  * fd < 0, or closed                → EBADF (std::errc::bad_file_descriptor)
 //  * null buffer with a length > 0,   → std::errc::invalid_argument
-//    or a length > SSIZE_MAX (a negative length converted to size_t)
+//    or a length > SSIZE_MAX (a negative length converted to size_t);
+//    also a negative offset (pread/pwrite), iovcnt < 0 or > IOV_MAX or a
+//    null iovec array with iovcnt > 0 (readv/writev), a null msghdr
+//    (recvmsg/sendmsg), addr without addrlen (recvfrom), a null addr with
+//    addrlen > 0 (sendto)
 //  * cancel(), a deadline passed to get_until/get_for, or the end of the
 //    runtime's shutdown grace period (options::shutdown_grace) while the
 //    operation is pending → std::errc::operation_canceled (get_until/get_for
@@ -28,12 +32,15 @@
 // Semantics follow the system calls: one read/recv/write/send transfers at
 // most `len` bytes and may transfer fewer (a partial transfer); use read_exact
 // or write_all for loops. File descriptors used with weft::io are switched to
-// O_NONBLOCK (the epoll backend needs it; the others do not care). Closing a
+// O_NONBLOCK (the epoll backend needs it; the others do not care), except by
+// wait_readable/wait_writable, fsync/fdatasync and shutdown. Closing a
 // descriptor while an operation on it is pending does not complete the
 // operation: cancel it first (or let runtime shutdown cancel it).
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <chrono>
 #include <cstddef>
@@ -48,8 +55,9 @@
 namespace weft::io {
 
 // An I/O operation's result. T is std::size_t (bytes transferred) for
-// read/write/recv/send, int (the new descriptor) for accept, void for
-// connect and sleeps.
+// read/write/recv/send and their positional, vectored and datagram forms,
+// int (the new descriptor) for accept, void for connect, readiness waits,
+// fsync and sleeps.
 template <class T>
 class io_future {
  public:
@@ -65,10 +73,13 @@ class io_future {
   io_future(const io_future&) = delete;
   io_future& operator=(const io_future&) = delete;
   // Dropping a pending operation's future does not cancel it: it completes
-  // in the background (call cancel() first to stop it). Exception: a pending
+  // in the background (call cancel() first to stop it). Exceptions: a pending
   // accept is cancelled (its connection stays in the listener's backlog for
   // the next accept), and a socket accepted for a future dropped without
-  // get() is closed, never leaked.
+  // get() is closed, never leaked; a pending readiness wait (wait_readable,
+  // wait_writable) is cancelled, since it has no effect but its result, and
+  // the destructor waits (briefly) for the backend to let go of the
+  // descriptor, which its owner may then close.
   ~io_future() { reset(); }
 
   bool valid() const noexcept { return op_ != nullptr; }
@@ -213,6 +224,60 @@ template <class Rep, class Period>
 io_future<void> sleep_for(const std::chrono::duration<Rep, Period>& d) {
   return sleep_until(detail::deadline_after(d));
 }
+
+// ---- Readiness of descriptors owned by other libraries (libcurl, c-ares,
+// a database driver...). Completes when poll(2) would report POLLIN
+// (wait_readable) or POLLOUT (wait_writable) for fd, or POLLERR/POLLHUP: the
+// owner's next call on the descriptor then reports what happened. Nothing is
+// read or written, and the descriptor's flags are left alone (it is not
+// switched to O_NONBLOCK: its owner decides). Level-triggered: a descriptor
+// that is ready completes the wait at once. Use get_for/get_until for the
+// library's timeouts. The owner must not close fd while a wait is pending:
+// finish it first (get, a get_for that timed out, or dropping the future,
+// which cancels the wait and returns once the backend has let go of fd).
+io_future<void> wait_readable(int fd);
+io_future<void> wait_writable(int fd);
+
+// ---- Positional and vectored I/O (pread(2), pwrite(2), readv(2), writev(2)).
+// pread/pwrite leave the file position alone; offset < 0 is invalid_argument,
+// a descriptor that cannot seek (pipe, socket, tty) is ESPIPE.
+// readv/writev: the iovec array (and the buffers it points to) must stay
+// valid and unchanged until the operation completes; iovcnt <= IOV_MAX. On a
+// regular file the epoll backend performs them on its I/O thread, the
+// io_uring backend asynchronously in the kernel (never on the worker).
+io_future<std::size_t> pread(int fd, void* buf, std::size_t len, off_t offset);
+io_future<std::size_t> pwrite(int fd, const void* buf, std::size_t len, off_t offset);
+io_future<std::size_t> readv(int fd, const iovec* iov, int iovcnt);
+io_future<std::size_t> writev(int fd, const iovec* iov, int iovcnt);
+// fsync(2) / fdatasync(2), never on the worker (epoll: its I/O thread;
+// io_uring: IORING_OP_FSYNC). Ordered after the writes on fd started before
+// it, like any operation in fd's write direction.
+io_future<void> fsync(int fd);
+io_future<void> fdatasync(int fd);
+
+// ---- Datagrams (and any socket). recvfrom(2) / sendto(2) / recvmsg(2) /
+// sendmsg(2); the send forms always add MSG_NOSIGNAL, as send does.
+// Everything passed by pointer (buffers, addr/addrlen, the msghdr, its iovec
+// array, name and control buffers) must stay valid until completion.
+// MSG_WAITALL is honoured by recv only. recvfrom: addr/addrlen may be null;
+// *addrlen is in/out, as for recvfrom(2). recvmsg: the kernel updates
+// msg_namelen, msg_controllen and msg_flags; descriptors received with
+// SCM_RIGHTS belong to the caller (a future dropped without get() leaks
+// them).
+io_future<std::size_t> recvfrom(int fd, void* buf, std::size_t len, int flags = 0,
+                                sockaddr* addr = nullptr, socklen_t* addrlen = nullptr);
+io_future<std::size_t> sendto(int fd, const void* buf, std::size_t len, int flags,
+                              const sockaddr* addr, socklen_t addrlen);
+io_future<std::size_t> recvmsg(int fd, msghdr* msg, int flags = 0);
+io_future<std::size_t> sendmsg(int fd, const msghdr* msg, int flags = 0);
+
+// ---- shutdown(2), synchronous: it never blocks (SHUT_WR queues a FIN
+// behind the data already sent), so there is no future. Throws
+// std::system_error (EBADF for fd < 0, ENOTCONN, ENOTSOCK...); the second
+// form reports the error in ec instead. Callable from any thread. A peer
+// waiting in recv sees end of file after SHUT_WR.
+void shutdown(int fd, int how);
+void shutdown(int fd, int how, std::error_code& ec) noexcept;
 
 // Span conveniences.
 inline io_future<std::size_t> read(int fd, std::span<std::byte> buf) {

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,10 +66,26 @@ io_direction direction_of(io_kind k) noexcept {
     case io_kind::read:
     case io_kind::recv:
     case io_kind::accept:
+    case io_kind::wait_readable:
+    case io_kind::pread:
+    case io_kind::readv:
+    case io_kind::recvfrom:
+    case io_kind::recvmsg:
       return io_direction::in;
     case io_kind::write:
     case io_kind::send:
     case io_kind::connect:
+    case io_kind::wait_writable:
+    case io_kind::pwrite:
+    case io_kind::writev:
+    case io_kind::sendto:
+    case io_kind::sendmsg:
+      return io_direction::out;
+    case io_kind::fsync:
+    case io_kind::fdatasync:
+      // Never waits for readiness (prepare_io marks it a "regular file"
+      // operation), but a direction keeps it in the descriptor's write lane:
+      // it completes after the writes started before it.
       return io_direction::out;
     case io_kind::timeout:
       return io_direction::none;
@@ -76,33 +93,114 @@ io_direction direction_of(io_kind k) noexcept {
   return io_direction::none;
 }
 
+namespace {
+bool is_wait(io_kind k) noexcept { return k == io_kind::wait_readable || k == io_kind::wait_writable; }
+bool is_sync(io_kind k) noexcept { return k == io_kind::fsync || k == io_kind::fdatasync; }
+// Operations with one (buf, len) buffer.
+bool has_flat_buffer(io_kind k) noexcept {
+  switch (k) {
+    case io_kind::read:
+    case io_kind::write:
+    case io_kind::recv:
+    case io_kind::send:
+    case io_kind::pread:
+    case io_kind::pwrite:
+    case io_kind::recvfrom:
+    case io_kind::sendto:
+      return true;
+    default:
+      return false;
+  }
+}
+// Operations on a file's contents, which may be a regular file (never "not
+// ready": performed off the worker by epoll, asynchronously by io_uring).
+bool is_file_io(io_kind k) noexcept {
+  switch (k) {
+    case io_kind::read:
+    case io_kind::write:
+    case io_kind::pread:
+    case io_kind::pwrite:
+    case io_kind::readv:
+    case io_kind::writev:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept {
   *regular_file = false;
   if (op->kind == io_kind::timeout) return 0;
   if (op->fd < 0) return -EBADF;
-  bool has_buffer = op->kind != io_kind::accept && op->kind != io_kind::connect;
-  if (has_buffer) {
+  if (has_flat_buffer(op->kind)) {
     if (op->len > static_cast<std::size_t>(SSIZE_MAX)) return -EINVAL;
     if (!op->buf && op->len > 0) return -EINVAL;
   }
-  if (op->kind == io_kind::connect && !op->peer) return -EINVAL;
+  switch (op->kind) {
+    case io_kind::connect:
+      if (!op->peer) return -EINVAL;
+      break;
+    case io_kind::readv:
+    case io_kind::writev:
+      if (op->iovcnt < 0 || op->iovcnt > IOV_MAX) return -EINVAL;
+      if (!op->iov && op->iovcnt > 0) return -EINVAL;
+      break;
+    case io_kind::pread:
+    case io_kind::pwrite:
+      // Also what keeps io_uring from reading -1 as "the current position".
+      if (op->offset < 0) return -EINVAL;
+      // pread(2) on a pipe, socket or tty is ESPIPE; io_uring would ignore
+      // the offset on such a stream and read (or wait) instead. Say it now,
+      // the same on every backend.
+      if (::lseek(op->fd, 0, SEEK_CUR) < 0 && errno == ESPIPE) return -ESPIPE;
+      break;
+    case io_kind::recvfrom:
+      if (op->addr && !op->addrlen) return -EINVAL;
+      break;
+    case io_kind::sendto:
+      if (!op->peer && op->peer_len > 0) return -EINVAL;
+      break;
+    case io_kind::recvmsg:
+    case io_kind::sendmsg:
+      if (!op->msg) return -EINVAL;
+      break;
+    default:
+      break;
+  }
   int fl = ::fcntl(op->fd, F_GETFL);
   if (fl < 0) return -errno;  // EBADF for a closed descriptor
   // Wrong direction (reading a write-only descriptor such as a pipe's write
   // end, or the reverse) is EBADF, as the system call says — and it must be
   // said now: such a descriptor never becomes ready for the other direction.
+  // Not for connect (a socket), readiness waits (poll(2) accepts any
+  // descriptor and reports what it reports) nor fsync (allowed on a
+  // read-only descriptor).
   const int access = fl & O_ACCMODE;
   const io_direction dir = direction_of(op->kind);
-  if (op->kind != io_kind::connect) {
+  if (op->kind != io_kind::connect && !is_wait(op->kind) && !is_sync(op->kind)) {
     if (dir == io_direction::in && access == O_WRONLY) return -EBADF;
     if (dir == io_direction::out && access == O_RDONLY) return -EBADF;
   }
-  if (op->kind == io_kind::read || op->kind == io_kind::write) {
+  if (is_sync(op->kind)) {
+    // fsync never waits for readiness; it either fails at once (EINVAL on a
+    // socket or pipe) or waits for the disk, which a worker must not do:
+    // treat every descriptor as a regular file (performed off the worker).
+    *regular_file = true;
+    return 0;
+  }
+  if (is_file_io(op->kind) || is_wait(op->kind)) {
     struct stat st;
-    if (::fstat(op->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+    if (::fstat(op->fd, &st) == 0 &&
+        (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+         // poll(2) reports a directory ready; epoll refuses it (EPERM).
+         (is_wait(op->kind) && S_ISDIR(st.st_mode))))
       *regular_file = true;
   }
-  if (make_nonblocking && !(fl & O_NONBLOCK) && !*regular_file) {
+  // A readiness wait is for a descriptor another library owns (and drives
+  // with its own calls, which may expect blocking mode): its flags are left
+  // alone. The wait itself never blocks (poll with a zero timeout).
+  if (make_nonblocking && !(fl & O_NONBLOCK) && !*regular_file && !is_wait(op->kind)) {
     if (::fcntl(op->fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
   }
   return 0;
@@ -177,6 +275,55 @@ long long attempt_io(io_operation* op) noexcept {
       }
       case io_kind::timeout:
         return std::chrono::steady_clock::now() >= op->deadline ? 0 : -EAGAIN;
+      case io_kind::wait_readable:
+      case io_kind::wait_writable: {
+        // Ready when poll(2) says so; POLLERR/POLLHUP count as ready (the
+        // owner's next call reports them), POLLNVAL is a closed descriptor.
+        const short want = op->kind == io_kind::wait_readable ? POLLIN : POLLOUT;
+        pollfd p{op->fd, want, 0};
+        int n = ::poll(&p, 1, 0);
+        if (n < 0) {
+          r = -1;
+          break;
+        }
+        if (n == 0) return -EAGAIN;
+        if (p.revents & POLLNVAL) return -EBADF;
+        return 0;
+      }
+      case io_kind::pread:
+        r = ::pread(op->fd, op->buf, op->len, static_cast<off_t>(op->offset));
+        break;
+      case io_kind::pwrite:
+        r = ::pwrite(op->fd, op->buf, op->len, static_cast<off_t>(op->offset));
+        break;
+      case io_kind::readv:
+        r = ::readv(op->fd, op->iov, op->iovcnt);
+        break;
+      case io_kind::writev: {
+        sigpipe_guard guard;  // as write
+        r = ::writev(op->fd, op->iov, op->iovcnt);
+        if (r < 0 && errno == EPIPE) guard.failed_with_epipe();
+        break;
+      }
+      case io_kind::fsync:
+        r = ::fsync(op->fd);
+        break;
+      case io_kind::fdatasync:
+        r = ::fdatasync(op->fd);
+        break;
+      case io_kind::recvfrom:
+        r = ::recvfrom(op->fd, op->buf, op->len, op->flags | MSG_DONTWAIT, op->addr, op->addrlen);
+        break;
+      case io_kind::sendto:
+        r = ::sendto(op->fd, op->buf, op->len, op->flags | MSG_DONTWAIT | MSG_NOSIGNAL, op->peer,
+                     op->peer_len);
+        break;
+      case io_kind::recvmsg:
+        r = ::recvmsg(op->fd, op->msg, op->flags | MSG_DONTWAIT);
+        break;
+      case io_kind::sendmsg:
+        r = ::sendmsg(op->fd, op->msg, op->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+        break;
     }
     if (r >= 0) return r;
     if (errno == EINTR) continue;
@@ -267,6 +414,96 @@ io_future<void> sleep_until(std::chrono::steady_clock::time_point deadline) {
   auto* op = new_op(io_kind::timeout, -1);
   op->deadline = deadline;
   return start<void>(op);
+}
+
+io_future<void> wait_readable(int fd) { return start<void>(new_op(io_kind::wait_readable, fd)); }
+
+io_future<void> wait_writable(int fd) { return start<void>(new_op(io_kind::wait_writable, fd)); }
+
+io_future<std::size_t> pread(int fd, void* buf, std::size_t len, off_t offset) {
+  auto* op = new_op(io_kind::pread, fd);
+  op->buf = buf;
+  op->len = len;
+  op->offset = offset;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> pwrite(int fd, const void* buf, std::size_t len, off_t offset) {
+  auto* op = new_op(io_kind::pwrite, fd);
+  op->buf = const_cast<void*>(buf);
+  op->len = len;
+  op->offset = offset;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> readv(int fd, const iovec* iov, int iovcnt) {
+  auto* op = new_op(io_kind::readv, fd);
+  op->iov = iov;
+  op->iovcnt = iovcnt;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> writev(int fd, const iovec* iov, int iovcnt) {
+  auto* op = new_op(io_kind::writev, fd);
+  op->iov = iov;
+  op->iovcnt = iovcnt;
+  return start<std::size_t>(op);
+}
+
+io_future<void> fsync(int fd) { return start<void>(new_op(io_kind::fsync, fd)); }
+
+io_future<void> fdatasync(int fd) { return start<void>(new_op(io_kind::fdatasync, fd)); }
+
+io_future<std::size_t> recvfrom(int fd, void* buf, std::size_t len, int flags, sockaddr* addr,
+                                socklen_t* addrlen) {
+  auto* op = new_op(io_kind::recvfrom, fd);
+  op->buf = buf;
+  op->len = len;
+  op->flags = flags;
+  op->addr = addr;
+  op->addrlen = addrlen;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> sendto(int fd, const void* buf, std::size_t len, int flags,
+                              const sockaddr* addr, socklen_t addrlen) {
+  auto* op = new_op(io_kind::sendto, fd);
+  op->buf = const_cast<void*>(buf);
+  op->len = len;
+  op->flags = flags;
+  op->peer = addr;
+  op->peer_len = addrlen;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> recvmsg(int fd, msghdr* msg, int flags) {
+  auto* op = new_op(io_kind::recvmsg, fd);
+  op->msg = msg;
+  op->flags = flags;
+  return start<std::size_t>(op);
+}
+
+io_future<std::size_t> sendmsg(int fd, const msghdr* msg, int flags) {
+  auto* op = new_op(io_kind::sendmsg, fd);
+  // The kernel only reads a header passed to sendmsg (io_uring included).
+  op->msg = const_cast<msghdr*>(msg);
+  op->flags = flags;
+  return start<std::size_t>(op);
+}
+
+void shutdown(int fd, int how, std::error_code& ec) noexcept {
+  ec.clear();
+  if (fd < 0) {
+    ec = std::make_error_code(std::errc::bad_file_descriptor);
+    return;
+  }
+  if (::shutdown(fd, how) < 0) ec = std::error_code(errno, std::system_category());
+}
+
+void shutdown(int fd, int how) {
+  std::error_code ec;
+  shutdown(fd, how, ec);
+  if (ec) throw std::system_error(ec, "weft::io::shutdown");
 }
 
 std::size_t read_exact(int fd, void* buf, std::size_t len) {

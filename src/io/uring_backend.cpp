@@ -151,6 +151,61 @@ class ring {
       case io_kind::connect:
         io_uring_prep_connect(sqe, op->fd, op->peer, op->peer_len);
         break;
+      case io_kind::wait_readable:
+      case io_kind::wait_writable:
+        // One-shot poll: completes with the revents mask (mapped to 0 in
+        // reap) when the descriptor is ready or has an error/hang-up.
+        io_uring_prep_poll_add(sqe, op->fd, op->kind == io_kind::wait_readable ? POLLIN : POLLOUT);
+        break;
+      case io_kind::pread:
+        io_uring_prep_read(sqe, op->fd, op->buf, clamp_len(op->len),
+                           static_cast<__u64>(op->offset));
+        break;
+      case io_kind::pwrite:
+        io_uring_prep_write(sqe, op->fd, op->buf, clamp_len(op->len),
+                            static_cast<__u64>(op->offset));
+        break;
+      case io_kind::readv:
+        io_uring_prep_readv(sqe, op->fd, op->iov, static_cast<unsigned>(op->iovcnt),
+                            static_cast<__u64>(-1));
+        break;
+      case io_kind::writev:
+        io_uring_prep_writev(sqe, op->fd, op->iov, static_cast<unsigned>(op->iovcnt),
+                             static_cast<__u64>(-1));
+        break;
+      case io_kind::fsync:
+        io_uring_prep_fsync(sqe, op->fd, 0);
+        break;
+      case io_kind::fdatasync:
+        io_uring_prep_fsync(sqe, op->fd, IORING_FSYNC_DATASYNC);
+        break;
+      case io_kind::recvfrom:
+      case io_kind::sendto: {
+        // No recvfrom/sendto opcode: a header of our own around the caller's
+        // buffer and address. Rebuilt on every (re)submission; *addrlen is
+        // the caller's until completion, when reap copies the length back.
+        op->own_iov = iovec{op->buf, op->len};
+        op->own_msg = msghdr{};
+        op->own_msg.msg_iov = &op->own_iov;
+        op->own_msg.msg_iovlen = 1;
+        if (op->kind == io_kind::recvfrom) {
+          op->own_msg.msg_name = op->addr;
+          op->own_msg.msg_namelen = op->addr ? *op->addrlen : 0;
+          io_uring_prep_recvmsg(sqe, op->fd, &op->own_msg, static_cast<unsigned>(op->flags));
+        } else {
+          op->own_msg.msg_name = const_cast<sockaddr*>(op->peer);
+          op->own_msg.msg_namelen = op->peer_len;
+          io_uring_prep_sendmsg(sqe, op->fd, &op->own_msg,
+                                static_cast<unsigned>(op->flags | MSG_NOSIGNAL));
+        }
+        break;
+      }
+      case io_kind::recvmsg:
+        io_uring_prep_recvmsg(sqe, op->fd, op->msg, static_cast<unsigned>(op->flags));
+        break;
+      case io_kind::sendmsg:
+        io_uring_prep_sendmsg(sqe, op->fd, op->msg, static_cast<unsigned>(op->flags | MSG_NOSIGNAL));
+        break;
       case io_kind::timeout: {
         // time_point::max() is "forever": a year is as good, and keeps the
         // kernel's timespec arithmetic far from its limits.
@@ -310,6 +365,11 @@ class ring {
           continue;
         }
         if (op->kind == io_kind::timeout && res == -ETIME) res = 0;
+        // A readiness wait's result is the revents mask: ready is ready.
+        if ((op->kind == io_kind::wait_readable || op->kind == io_kind::wait_writable) && res > 0)
+          res = 0;
+        if (op->kind == io_kind::recvfrom && res >= 0 && op->addr)
+          *op->addrlen = op->own_msg.msg_namelen;  // as recvfrom(2) reports it
         if (op->kind == io_kind::recv && op->transferred > 0)
           res = res >= 0 ? res + static_cast<long long>(op->transferred)
                          : static_cast<long long>(op->transferred);  // report the bytes we have

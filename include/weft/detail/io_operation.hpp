@@ -4,6 +4,8 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,7 +24,15 @@ namespace weft::detail {
 
 class io_backend;
 
-enum class io_kind : std::uint8_t { read, write, recv, send, accept, connect, timeout };
+enum class io_kind : std::uint8_t {
+  read, write, recv, send, accept, connect, timeout,
+  // Readiness of a descriptor someone else owns (poll(2) semantics).
+  wait_readable, wait_writable,
+  // Positional and vectored file I/O.
+  pread, pwrite, readv, writev, fsync, fdatasync,
+  // Datagrams (and any socket): addresses and control messages.
+  recvfrom, sendto, recvmsg, sendmsg,
+};
 
 struct io_operation {
   completion done;
@@ -38,11 +48,19 @@ struct io_operation {
   int flags = 0;
   void* buf = nullptr;
   std::size_t len = 0;
-  sockaddr* addr = nullptr;             // accept
-  socklen_t* addrlen = nullptr;         // accept
-  const sockaddr* peer = nullptr;       // connect
-  socklen_t peer_len = 0;               // connect
+  sockaddr* addr = nullptr;             // accept, recvfrom
+  socklen_t* addrlen = nullptr;         // accept, recvfrom
+  const sockaddr* peer = nullptr;       // connect, sendto
+  socklen_t peer_len = 0;               // connect, sendto
   bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
+  long long offset = 0;                 // pread, pwrite (validated >= 0)
+  const iovec* iov = nullptr;           // readv, writev: the caller's array
+  int iovcnt = 0;                       // readv, writev
+  // recvmsg/sendmsg: the caller's header. recvfrom/sendto: points to
+  // own_msg, which io_uring needs (it has no recvfrom/sendto opcode).
+  msghdr* msg = nullptr;
+  msghdr own_msg{};                     // recvfrom, sendto (io_uring)
+  iovec own_iov{};                      // recvfrom, sendto (io_uring)
   std::size_t transferred = 0;          // recv with MSG_WAITALL: bytes so far
   bool uring_poll_armed = false;        // io_uring: waiting for readiness, then retry
   // prepare_io has run on the submitting worker (try-first), and its finding.
@@ -126,11 +144,27 @@ inline bool io_ready(io_operation* op) {
   return op->done.is_set();
 }
 // The future lets go of `op`. A dropped future does not cancel its
-// operation, on any backend (a deferred one is performed first), except an
-// accept: nobody could take its socket any more, so it is cancelled and the
-// connection stays in the listener's backlog for the next accept (if it was
-// accepted all the same, io_operation_destroy closes the socket).
+// operation, on any backend (a deferred one is performed first), except:
+//  * an accept: nobody could take its socket any more, so it is cancelled and
+//    the connection stays in the listener's backlog for the next accept (if
+//    it was accepted all the same, io_operation_destroy closes the socket);
+//  * a readiness wait: it has no effect but its result, which nobody can see
+//    any more; left pending it would keep watching a descriptor its owner
+//    may close and reuse (and block a blocking-backend worker until ready).
+//    The drop also waits for the cancellation to complete (promptly: no
+//    readiness is awaited), because only then is the backend done with the
+//    descriptor (the epoll backend removes it from its set before
+//    completing): the owner may close it right after the drop.
 inline void io_drop(io_operation* op) noexcept {
+  const bool is_wait = op->kind == io_kind::wait_readable || op->kind == io_kind::wait_writable;
+  if (is_wait && !op->done.is_set()) {
+    try {
+      io_cancel(op);
+      io_wait(op);
+    } catch (...) {
+      // No memory to record the cancellation: the wait completes on its own.
+    }
+  }
   if (op->kind == io_kind::accept && !op->done.is_set()) io_cancel_noexcept(op);
   if (op->deferred && !op->done.is_set()) io_drive(op, steady_time::max());
   op->release();
