@@ -17,8 +17,8 @@
 //  * A wake-up for new work that no parked worker can take interrupts the
 //    blocking poll through an eventfd.
 //  * Regular files are never "not ready" for epoll and sleeps need timers:
-//    both go to a one-thread instance of the I/O-thread backend, so a worker
-//    never blocks on a disk.
+//    both go to a one-thread instance of the I/O-thread backend (started
+//    with this one), so a worker never blocks on a disk.
 //
 // Why EPOLLONESHOT rather than a registration kept for the descriptor's
 // life (Go, mio): weft does not own the descriptors — the application
@@ -155,6 +155,15 @@ class netpoll_backend final : public io_backend {
       close_fds();
       throw std::system_error(e, std::system_category(), "weft: netpoll backend");
     }
+    // Started with the backend, not on first use: it needs descriptors of
+    // its own, and a server out of descriptors (EMFILE) must still be able
+    // to sleep before it retries an accept.
+    try {
+      helper_ = make_epoll_backend(1, false);
+    } catch (...) {
+      close_fds();
+      throw;
+    }
   }
   ~netpoll_backend() override {
     // The scheduler destroys the backend after its workers stopped: nobody
@@ -241,7 +250,7 @@ class netpoll_backend final : public io_backend {
 
   void cancel(io_operation* op) override {
     if (op->kind == io_kind::timeout || op->regular_file) {
-      if (io_backend* h = helper_ptr_.load(std::memory_order_acquire)) h->cancel(op);
+      helper_->cancel(op);
       return;
     }
     fd_state* st = table_.find(op->fd);
@@ -269,7 +278,7 @@ class netpoll_backend final : public io_backend {
     });
     waiters_.fetch_sub(static_cast<long>(all.size()), std::memory_order_relaxed);
     for (io_operation* op : all) io_complete(op, -ECANCELED);
-    if (io_backend* h = helper_ptr_.load(std::memory_order_acquire)) h->begin_shutdown();
+    helper_->begin_shutdown();
   }
 
   bool has_waiters() const noexcept override {
@@ -412,19 +421,8 @@ class netpoll_backend final : public io_backend {
     return n;
   }
 
-  // The one-thread I/O-thread backend for regular files and sleeps, started
-  // on first use.
-  io_backend* helper() {
-    // acquire: pairs with the release store below; the backend is built.
-    if (io_backend* h = helper_ptr_.load(std::memory_order_acquire)) return h;
-    std::lock_guard lock(helper_mutex_);
-    if (!helper_) {
-      helper_ = make_epoll_backend(1, false);
-      if (shutting_down_.load(std::memory_order_acquire)) helper_->begin_shutdown();
-      helper_ptr_.store(helper_.get(), std::memory_order_release);
-    }
-    return helper_.get();
-  }
+  // The one-thread I/O-thread backend for regular files and sleeps.
+  io_backend* helper() noexcept { return helper_.get(); }
 
   const bool try_first_;
   int ep_;
@@ -433,9 +431,7 @@ class netpoll_backend final : public io_backend {
   std::atomic<long> waiters_{0};
   std::atomic<bool> interrupted_{false};
   std::atomic<bool> shutting_down_{false};
-  std::mutex helper_mutex_;
-  std::unique_ptr<io_backend> helper_;  // guarded by helper_mutex_ until published
-  std::atomic<io_backend*> helper_ptr_{nullptr};
+  std::unique_ptr<io_backend> helper_;  // immutable after the constructor
 };
 
 }  // namespace
