@@ -55,6 +55,13 @@ io_direction direction_of(io_kind k) noexcept;
 // (>= 0) or -errno; -EAGAIN means "would block". EINTR is retried.
 long long attempt_io(io_operation* op) noexcept;
 
+// Validates the arguments only (no system call); returns 0 or -errno.
+long long validate_io(io_operation* op) noexcept;
+// recv/send/recvfrom/sendto/recvmsg/sendmsg: their system calls take
+// MSG_DONTWAIT, so they need neither O_NONBLOCK nor a look at the
+// descriptor's flags first (a closed or wrong descriptor fails in the call).
+bool is_socket_message(io_kind k) noexcept;
+
 // Validates arguments and prepares the descriptor; returns 0 or -errno.
 // `make_nonblocking`: switch the descriptor to O_NONBLOCK (epoll, try-first).
 // Sets *regular_file when fd is a regular file (or block device).

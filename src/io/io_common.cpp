@@ -129,8 +129,21 @@ bool is_file_io(io_kind k) noexcept {
 }
 }  // namespace
 
-long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept {
-  *regular_file = false;
+bool is_socket_message(io_kind k) noexcept {
+  switch (k) {
+    case io_kind::recv:
+    case io_kind::send:
+    case io_kind::recvfrom:
+    case io_kind::sendto:
+    case io_kind::recvmsg:
+    case io_kind::sendmsg:
+      return true;
+    default:
+      return false;
+  }
+}
+
+long long validate_io(io_operation* op) noexcept {
   if (op->kind == io_kind::timeout) return 0;
   if (op->fd < 0) return -EBADF;
   if (has_flat_buffer(op->kind)) {
@@ -168,6 +181,13 @@ long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file
     default:
       break;
   }
+  return 0;
+}
+
+long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept {
+  *regular_file = false;
+  if (op->kind == io_kind::timeout) return 0;
+  if (long long r = validate_io(op); r < 0) return r;
   int fl = ::fcntl(op->fd, F_GETFL);
   if (fl < 0) return -errno;  // EBADF for a closed descriptor
   // Wrong direction (reading a write-only descriptor such as a pipe's write
