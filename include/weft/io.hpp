@@ -16,6 +16,7 @@
 // std::system_error carrying it; get(std::error_code&) returns it instead.
 // End of file is not an error: read/recv complete with 0 bytes.
 //  * fd < 0, or closed                → EBADF (std::errc::bad_file_descriptor)
+//    — also a pending operation whose descriptor io::close closed
 //  * null buffer with a length > 0,   → std::errc::invalid_argument
 //    or a length > SSIZE_MAX (a negative length converted to size_t);
 //    also a negative offset (pread/pwrite), iovcnt < 0 or > IOV_MAX or a
