@@ -16,6 +16,7 @@
 // std::system_error carrying it; get(std::error_code&) returns it instead.
 // End of file is not an error: read/recv complete with 0 bytes.
 //  * fd < 0, or closed                → EBADF (std::errc::bad_file_descriptor)
+//    — also a pending operation whose descriptor io::close closed
 //  * null buffer with a length > 0,   → std::errc::invalid_argument
 //    or a length > SSIZE_MAX (a negative length converted to size_t);
 //    also a negative offset (pread/pwrite), iovcnt < 0 or > IOV_MAX or a
@@ -33,9 +34,15 @@
 // most `len` bytes and may transfer fewer (a partial transfer); use read_exact
 // or write_all for loops. File descriptors used with weft::io are switched to
 // O_NONBLOCK (the epoll backend needs it; the others do not care), except by
-// wait_readable/wait_writable, fsync/fdatasync and shutdown. Closing a
-// descriptor while an operation on it is pending does not complete the
-// operation: cancel it first (or let runtime shutdown cancel it).
+// wait_readable/wait_writable, fsync/fdatasync and shutdown.
+//
+// Closing: close a descriptor weft operations may still be pending on with
+// io::close(fd), not close(2). Every operation still pending on it (either
+// direction, any task) completes with std::errc::bad_file_descriptor — its
+// descriptor was closed by io::close — and then the descriptor is closed.
+// A plain close(2) does not complete them: they stay pending (cancel them
+// first, or let runtime shutdown cancel them), and a backend may go on
+// using the number, which the kernel may already have given to a new file.
 #pragma once
 
 #include <sys/socket.h>
@@ -278,6 +285,26 @@ io_future<std::size_t> sendmsg(int fd, const msghdr* msg, int flags = 0);
 // waiting in recv sees end of file after SHUT_WR.
 void shutdown(int fd, int how);
 void shutdown(int fd, int how, std::error_code& ec) noexcept;
+
+// ---- close(2) for descriptors used with weft::io. Every weft operation
+// still pending on fd — read or write direction, started by any task, on any
+// backend — completes with std::errc::bad_file_descriptor ("its descriptor
+// was closed by io::close"); then fd is closed with close(2). When close
+// returns, no backend touches fd any more: the number may be reused at once
+// (a new socket, pipe...) with no stale state. An operation that completed
+// (or was completing) before the call keeps its result; one started on fd
+// concurrently with the call, by another task, is not covered (that race is
+// the caller's, as with close(2)). Inside a task only (std::logic_error
+// elsewhere, like the operations); the task may be suspended briefly — never
+// its worker — while the backend lets go of fd: the epoll_threads backend's
+// I/O thread, io_uring's kernel cancellation, or, on the blocking backend, a
+// task performing an operation on fd, which notices within one 50 ms poll
+// slice. Throws std::system_error (EBADF for fd < 0 or a descriptor that is
+// not open, EIO...); the second form reports it in ec instead (EINTR from
+// close(2) is not an error: the descriptor is closed). Either way the pending
+// operations have been completed.
+void close(int fd);
+void close(int fd, std::error_code& ec);
 
 // Span conveniences.
 inline io_future<std::size_t> read(int fd, std::span<std::byte> buf) {

@@ -146,6 +146,40 @@ class blocking_backend final : public io_backend {
     io_complete(op, -ECANCELED);
   }
 
+  // io::close (io_backend::close_fd). Queued operations on fd fail at once.
+  // One being performed is marked (fd_closed); its performer sees the mark
+  // within a poll slice (it is in poll(2) on fd for at most `slice`, 50 ms:
+  // closing a descriptor does not wake a poll on it) and completes it with
+  // EBADF; we wait for that completion with weft's suspension.
+  void close_fd(int fd) override {
+    std::vector<io_operation*> performed;
+    {
+      std::lock_guard lock(lanes_mutex());
+      for (std::uint64_t dir : {1u, 2u}) {
+        auto it = lanes_.find((static_cast<std::uint64_t>(static_cast<unsigned>(fd)) << 2) | dir);
+        if (it == lanes_.end()) continue;
+        lane& l = it->second;
+        while (l.ops.size() > (l.performing ? 1u : 0u)) {
+          io_complete(l.ops.back(), -EBADF);
+          l.ops.pop_back();
+        }
+        if (!l.performing) {
+          lanes_.erase(it);
+          continue;
+        }
+        io_operation* op = l.ops.front();
+        // release: the performer reads it (acquire) without the lock.
+        op->fd_closed.store(true, std::memory_order_release);
+        op->add_ref();
+        performed.push_back(op);
+      }
+    }
+    for (io_operation* op : performed) {
+      wait(op->done);
+      op->release();
+    }
+  }
+
   void begin_shutdown() override {
     std::lock_guard lock(lanes_mutex());
     shutting_down_ = true;
@@ -183,13 +217,16 @@ class blocking_backend final : public io_backend {
       l.performing = true;
       ++performers_;
       lock.unlock();
-      const long long r = perform(front, deadline);
+      long long r = perform(front, deadline);
       lock.lock();
       --performers_;
       // lanes_ may have been rehashed while unlocked: find the lane again.
       it = lanes_.find(key);
       lane& again = it->second;
       again.performing = false;
+      // io::close marked it while its deadline ended the performance: it is
+      // over all the same (close_fd waits for its completion).
+      if (r == -EAGAIN && front->fd_closed.load(std::memory_order_acquire)) r = -EBADF;
       if (r != -EAGAIN) {
         again.ops.pop_front();
         io_complete(front, r);
@@ -233,6 +270,8 @@ class blocking_backend final : public io_backend {
     }
     const short events = direction_of(op->kind) == io_direction::in ? POLLIN : POLLOUT;
     for (;;) {
+      // acquire: pairs with close_fd's release store.
+      if (op->fd_closed.load(std::memory_order_acquire)) return -EBADF;
       if (stop_requested(op)) return -ECANCELED;
       const long long r = attempt_io(op);
       if (r != -EAGAIN) return r;

@@ -76,6 +76,19 @@ class io_thread {
     }
     wake();
   }
+  // io::close (io_backend::close_fd): this thread fails every operation it
+  // holds on fd with EBADF and lets go of fd; the caller waits for that
+  // with weft's suspension (the task is suspended, not its worker).
+  void close_fd(int fd) {
+    close_request req;
+    req.fd = fd;
+    {
+      std::lock_guard lock(inbox_mutex_);
+      closes_.push_back(&req);
+    }
+    wake();
+    wait(req.done);  // req lives on this stack until done is set and seen
+  }
   void begin_shutdown() {
     // release: the I/O thread reads it (acquire) after the wake-up below.
     shutting_down_.store(true, std::memory_order_release);
@@ -83,6 +96,10 @@ class io_thread {
   }
 
  private:
+  struct close_request {
+    int fd = -1;
+    completion done;
+  };
   struct fd_waiters {
     std::deque<io_operation*> in, out;
     std::uint32_t registered = 0;  // events currently in the epoll set
@@ -102,6 +119,7 @@ class io_thread {
   void run() {
     std::vector<epoll_event> events(128);
     std::vector<io_operation*> cancel_batch;
+    std::vector<close_request*> close_batch;
     for (;;) {
       std::uint64_t drained;
       (void)!::read(ev_.fd, &drained, sizeof drained);
@@ -117,6 +135,21 @@ class io_thread {
         o->release();
       }
       cancel_batch.clear();
+      {
+        std::lock_guard lock(inbox_mutex_);
+        close_batch.swap(closes_);
+      }
+      if (!close_batch.empty()) {
+        // Operations handed over before io::close was called are in the
+        // queue (their push happened before the request's): take them in
+        // first, so that none of them touches fd after the request is done.
+        while (io_operation* op = queue_.pop()) accept_new(op, shutting);
+        for (close_request* req : close_batch) {
+          fail_fd(req->fd, -EBADF);
+          req->done.set();  // last touch of req: its owner may return at once
+        }
+        close_batch.clear();
+      }
       if (shutting) cancel_everything();
       if (stop_.load(std::memory_order_acquire) && pending_.empty()) return;
 
@@ -311,6 +344,7 @@ class io_thread {
   mpsc_queue queue_;
   std::mutex inbox_mutex_;
   std::vector<io_operation*> cancels_;  // guarded by inbox_mutex_
+  std::vector<close_request*> closes_;  // guarded by inbox_mutex_
   std::atomic<bool> shutting_down_{false};
   std::atomic<bool> stop_{false};
   // I/O-thread private state.
@@ -361,6 +395,11 @@ class epoll_backend final : public io_backend {
   }
 
   void cancel(io_operation* op) override { threads_[op->home]->cancel(op); }
+
+  // Every operation on fd is on its home thread (timeouts have no fd).
+  void close_fd(int fd) override {
+    threads_[fd_order::home_of(fd, static_cast<unsigned>(threads_.size()))]->close_fd(fd);
+  }
 
   void begin_shutdown() override {
     shutting_down_.store(true, std::memory_order_relaxed);

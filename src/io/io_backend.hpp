@@ -22,6 +22,18 @@ class io_backend {
   // Completes every pending operation with ECANCELED and every later one at
   // once. Called by ~runtime before it drains the tasks.
   virtual void begin_shutdown() = 0;
+  // io::close(fd), before the descriptor is closed: completes every
+  // operation of this backend still pending on descriptor `fd` (either
+  // direction, any task; regular-file operations and those a helper backend
+  // holds included) with EBADF, and returns only once the backend will not
+  // touch fd again: no system call on it, nothing for it in an epoll set or
+  // a ring. The caller may then close(2) it and the number be reused at
+  // once. An operation that is completing already keeps its result.
+  // Operations started on fd concurrently with the call (not before it) are
+  // not covered. Called inside a task (or on a plain thread): it may suspend
+  // the caller (detail::wait, never a busy loop) until an I/O thread, the
+  // kernel or a blocking-backend performer has let go of fd.
+  virtual void close_fd(int fd) = 0;
 
   // Backends whose readiness is polled by the workers themselves (netpoll):
   // an idle worker calls poll(), and one at a time blocks in it.

@@ -526,6 +526,27 @@ void shutdown(int fd, int how) {
   if (ec) throw std::system_error(ec, "weft::io::shutdown");
 }
 
+void close(int fd, std::error_code& ec) {
+  ec.clear();
+  if (fd < 0) {
+    ec = std::make_error_code(std::errc::bad_file_descriptor);
+    return;
+  }
+  worker_view* w = require_worker("weft::io::close");
+  // Every pending operation on fd completes with EBADF, and the backend lets
+  // go of fd (this may suspend the task briefly); then the descriptor goes.
+  scheduler_io_backend(w->sched)->close_fd(fd);
+  // EINTR: Linux has released the descriptor all the same (close(2)); a
+  // retry could close a number another thread has just been given.
+  if (::close(fd) < 0 && errno != EINTR) ec = std::error_code(errno, std::system_category());
+}
+
+void close(int fd) {
+  std::error_code ec;
+  close(fd, ec);
+  if (ec) throw std::system_error(ec, "weft::io::close");
+}
+
 std::size_t read_exact(int fd, void* buf, std::size_t len) {
   auto* p = static_cast<unsigned char*>(buf);
   std::size_t done = 0;

@@ -283,6 +283,33 @@ class netpoll_backend final : public io_backend {
     helper_->begin_shutdown();
   }
 
+  void close_fd(int fd) override {
+    if (fd_state* st = table_.find(fd)) {
+      // Under the descriptor's lock: a poller performing its operations
+      // (on_ready) holds it too, so once we have it nobody is in a system
+      // call on fd, and nobody will be: the FIFOs are empty afterwards.
+      std::unique_lock lock(st->lock);
+      std::vector<io_operation*> failed;
+      while (!st->in.empty()) failed.push_back(st->in.pop());
+      while (!st->out.empty()) failed.push_back(st->out.pop());
+      st->in_busy.store(false, std::memory_order_relaxed);
+      st->out_busy.store(false, std::memory_order_relaxed);
+      waiters_.fetch_sub(static_cast<long>(failed.size()), std::memory_order_relaxed);
+      // Out of the epoll set now, while the number still names this file
+      // (close(2) would leave it registered if the file has other
+      // descriptors, e.g. after a fork). ENOENT: not registered; fine.
+      if (st->added) {
+        epoll_event ev{};
+        (void)::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, &ev);
+        st->added = false;
+      }
+      lock.unlock();
+      for (io_operation* op : failed) io_complete(op, -EBADF);
+    }
+    // Regular-file operations are the helper's.
+    if (io_backend* h = helper_ptr_.load(std::memory_order_acquire)) h->close_fd(fd);
+  }
+
   bool has_waiters() const noexcept override {
     return waiters_.load(std::memory_order_relaxed) > 0;
   }

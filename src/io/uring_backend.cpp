@@ -279,6 +279,42 @@ class ring {
     }
   }
 
+  // io::close (io_backend::close_fd). Operations queued behind the one in
+  // flight on (fd, direction) fail at once; those in the kernel are marked
+  // (fd_closed: their CQE, ECANCELED or a readiness result, becomes EBADF
+  // in reap and they are not retried) and cancelled; then we wait, with
+  // weft's suspension, until the kernel has completed them all: only then
+  // does it hold no reference to fd's file nor act on the number.
+  void close_fd(int fd) {
+    std::vector<io_operation*> in_kernel;
+    {
+      std::unique_lock lock(mutex_);
+      for (std::uint64_t dir : {1u, 2u}) {
+        auto it = in_order_.find((static_cast<std::uint64_t>(static_cast<unsigned>(fd)) << 2) | dir);
+        if (it == in_order_.end()) continue;
+        // The front is in the kernel (in pending_, handled below).
+        while (it->second.size() > 1) {
+          finish(it->second.back(), -EBADF);
+          it->second.pop_back();
+        }
+      }
+      in_kernel.reserve(pending_.size());
+      for (io_operation* op : pending_) {
+        if (op->kind == io_kind::timeout || op->fd != fd) continue;
+        // relaxed: read by the reaper under mutex_, which we hold.
+        op->fd_closed.store(true, std::memory_order_relaxed);
+        op->add_ref();  // kept until its completion has been seen below
+        in_kernel.push_back(op);
+      }
+      for (io_operation* op : in_kernel) request_cancel_locked(op);
+      if (sq_backlog_) flush_blocking(lock);
+    }
+    for (io_operation* op : in_kernel) {
+      wait(op->done);
+      op->release();
+    }
+  }
+
   void begin_shutdown() {
     std::unique_lock lock(mutex_);
     shutting_down_ = true;
@@ -343,7 +379,9 @@ class ring {
         // Lock before reading op: the submitter wrote it under this mutex,
         // which is the happens-before edge (the kernel's is invisible to TSan).
         std::lock_guard lock(mutex_);
-        const bool retry_ok = !shutting_down_ && !op->cancel_requested.load(std::memory_order_acquire);
+        const bool closed = op->fd_closed.load(std::memory_order_relaxed);  // set under mutex_
+        const bool retry_ok =
+            !shutting_down_ && !closed && !op->cancel_requested.load(std::memory_order_acquire);
         if (op->uring_poll_armed) {
           // The descriptor became ready (or the poll failed): retry the operation.
           op->uring_poll_armed = false;
@@ -373,6 +411,9 @@ class ring {
         if (op->kind == io_kind::recv && op->transferred > 0)
           res = res >= 0 ? res + static_cast<long long>(op->transferred)
                          : static_cast<long long>(op->transferred);  // report the bytes we have
+        // io::close stopped it: "would block" or cancelled means the
+        // descriptor was closed under it (a result that arrived first stays).
+        if (closed && (res == -ECANCELED || res == -EAGAIN || res == -EINTR)) res = -EBADF;
         pending_.erase(op);
         // Start the next queued operation before completing this one: the
         // completion may free `op`, and advance_locked needs its fd/kind.
@@ -438,6 +479,11 @@ class uring_backend final : public io_backend {
   }
 
   void cancel(io_operation* op) override { rings_[op->home]->cancel(op); }
+
+  // Every operation on fd is on its home ring (timeouts have no fd).
+  void close_fd(int fd) override {
+    rings_[fd_order::home_of(fd, static_cast<unsigned>(rings_.size()))]->close_fd(fd);
+  }
 
   void begin_shutdown() override {
     for (auto& r : rings_) r->begin_shutdown();

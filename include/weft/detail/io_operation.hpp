@@ -71,6 +71,10 @@ struct io_operation {
   // Set by io_cancel before it notifies the backend; a backend that receives
   // the operation later completes it as cancelled (acq_rel exchange/loads).
   std::atomic<bool> cancel_requested{false};
+  // Set by io::close (io_backend::close_fd) before it stops an operation the
+  // backend cannot simply dequeue (one in the kernel, or being performed):
+  // its completer reports EBADF rather than ECANCELED or "would block".
+  std::atomic<bool> fd_closed{false};
 
   // Written by the completer before done.set(), read after done is seen.
   long long result = 0;
