@@ -307,7 +307,7 @@ class netpoll_backend final : public io_backend {
       for (io_operation* op : failed) io_complete(op, -EBADF);
     }
     // Regular-file operations are the helper's.
-    if (io_backend* h = helper_ptr_.load(std::memory_order_acquire)) h->close_fd(fd);
+    helper_->close_fd(fd);
   }
 
   bool has_waiters() const noexcept override {
