@@ -597,15 +597,18 @@ void scheduler::adopt_deque_of(worker* w, fiber* f) noexcept {
   f->deque = nullptr;
   // Only f's resumer adopts d ("mugging", ProWS): take it out of its set
   // (thieves holding a stale pointer may still steal its top: valid) and
-  // make it our active deque. Ours is empty: we were looking for work (only
-  // the owner pushes).
+  // make it our active deque. Ours is usually empty (we were looking for
+  // work; only the owner pushes) — except at find_work's fairness turn
+  // (ready_turn), where it may hold work: it is then donated to our own
+  // stealable set, like a blocked task's parked deque, never recycled.
   leave_set(d);
   // Ready queues are per level and workers take only their own level's.
   auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
   set_level_deque(w, d->level, d);
   // release: see suspend().
   w->active.store(d, std::memory_order_release);
-  recycle_deque(w, old);
+  if (old->looks_empty()) recycle_deque(w, old);
+  else ensure_stealable(old, static_cast<int>(w->index));
 }
 
 // --- resumed fibers as a parallel loop (ParWS thieves) -----------------------------

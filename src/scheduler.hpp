@@ -62,6 +62,9 @@ class scheduler {
   // find_work steals before taking the ready FIFO every steal_turn-th time
   // it gets there (fairness towards parked deques; worker.cpp).
   static constexpr unsigned steal_turn = 16;
+  // find_work takes a ready fiber before its own deque every ready_turn-th
+  // time (ProWS; fairness towards resumed tasks, worker.cpp).
+  static constexpr unsigned ready_turn = 61;
   // this_task::yield: is anything else ready for w to run (its own deque,
   // injected work, a ready fiber or a donated deque at its level, or a level
   // switch)? Reads hints that change rarely, so it costs a few loads.

@@ -218,6 +218,13 @@ work_item* scheduler::find_work(worker* w) {
   // would otherwise run before it: breadth-first).
   chase_lev_deque* own = w->active.load(std::memory_order_relaxed);
   work_item* item = parsimonious_ ? take_ready(w, w->ready[w->level], ready_take::newest) : nullptr;
+  // Fairness: a worker whose deque never empties (a task that keeps
+  // spawning) would never resume its ready fibers under ProWS — an I/O
+  // completion or a put from another thread would wait forever. Every
+  // ready_turn-th time, a ready fiber goes first (adopt_deque_of then
+  // donates the non-empty deque instead of recycling it).
+  if (!item && !parsimonious_ && ++w->ready_turns % ready_turn == 0)
+    item = take_ready(w, w->ready[w->level], ready_take::any);
   if (!item) item = own->pop();
   if (!item && !parsimonious_) item = take_ready(w, w->ready[w->level], ready_take::newest);
   if (item) {

@@ -81,6 +81,9 @@ struct worker : worker_view {
   unsigned fifo_turns = 0;
   // find_work calls since the last check for I/O polling (owner only).
   unsigned poll_tick = 0;
+  // find_work calls since a ready fiber last went before the own deque
+  // (scheduler::ready_turn; owner only).
+  unsigned ready_turns = 0;
 
   // --- APS (src/aps_master.cpp) ---
   // The level the master wants this worker at (written by the master,
