@@ -1,16 +1,37 @@
 // http_server — a small HTTP/1.1 static-file server on weft::io.
 //
-//   http_server ROOT PORT [--requests N] [--workers P]
+//   http_server ROOT PORT [--requests N] [--grace MS] [--workers P]
 //
 // Serves the regular files under ROOT on 127.0.0.1:PORT (0: any free port).
 // Once listening it prints the port on a line of its own on stdout (and
 // flushes), so a script can start it with PORT 0 and read where it is.
-// --requests N: exit (status 0) after N responses, of any status; without it
-// the server runs until killed.
+// --requests N: shut down gracefully after N responses, of any status;
+// without it the server runs until SIGTERM or SIGINT, which shut it down
+// gracefully too. Either way it exits with status 0.
 //
-// Structure: one acceptor task, one task per connection; every wait
-// (accept, recv, send, file reads) suspends only its task, so a few workers
-// serve any number of idle keep-alive connections.
+// Structure: one acceptor task, one task per connection, one signal task;
+// every wait (accept, recv, send, file reads, the signalfd) suspends only its
+// task, so a few workers serve any number of idle keep-alive connections.
+//
+// Graceful shutdown (SIGTERM/SIGINT, read from a signalfd with
+// weft::io::read — main blocks the signals before the runtime starts, so
+// every thread inherits the mask — or the N-th response):
+//  1. stop accepting: the pending accept is cancelled, the acceptor leaves
+//     its loop and closes the listening socket;
+//  2. idle keep-alive connections (waiting for a next request, nothing
+//     received) are closed at once; a connection that finishes a response
+//     closes instead of waiting for another request;
+//  3. requests in flight may finish until the deadline, --grace MS after the
+//     stop (default 2000);
+//  4. then every connection still open is closed with weft::io::close: its
+//     pending recv/send completes with bad_file_descriptor and its task ends;
+//  5. exit 0.
+// Who closes a connection: a registry (fd → idle?) under one mutex. The
+// acceptor adds the socket; whoever removes it from the registry closes it —
+// the connection task when it ends, or the shutdown. A connection starts each
+// recv/send under that mutex, and only while its socket is still registered,
+// so io::close by the shutdown covers every operation it could have pending
+// and the task never touches the number again (which may have been reused).
 //
 // What it does:
 //  * GET and HEAD (405 with "Allow: GET, HEAD" otherwise); HTTP/1.1 and 1.0.
@@ -31,6 +52,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,6 +69,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,33 +83,69 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxHead = 8 * 1024;
 constexpr auto kIdleTimeout = 5s;
-// The acceptor and idle connections look at the stop flag this often.
-constexpr auto kPollSlice = 100ms;
 
 struct config {
   std::string root;
   long long max_requests = -1;  // -1: unlimited
+  std::chrono::milliseconds grace{2000};
 };
 
 std::atomic<long long> g_served{0};
-std::atomic<bool> g_stop{false};
 config g_config;
+
+// Shutdown state and the connection registry, all under g_mutex. Never held
+// across a suspension: only short sections (starting an operation does not
+// suspend; waiting for it happens after the unlock).
+std::mutex g_mutex;
+bool g_stop = false;                                  // shutdown requested
+std::chrono::steady_clock::time_point g_stop_time;    // when
+weft::io::io_future<int>* g_pending_accept = nullptr;  // the acceptor's, while it waits
+std::map<int, bool> g_open;                           // open connections: fd → idle?
+
+// Starts the shutdown (once): the acceptor's pending accept is cancelled.
+void request_stop() {
+  std::lock_guard lock(g_mutex);
+  if (g_stop) return;
+  g_stop = true;
+  g_stop_time = std::chrono::steady_clock::now();
+  if (g_pending_accept) g_pending_accept->cancel();
+}
+
+bool stopping() {
+  std::lock_guard lock(g_mutex);
+  return g_stop;
+}
 
 // Counts a response; the one that reaches --requests stops the server.
 // Returns true if this was the last one.
 bool count_response() {
   const long long n = g_served.fetch_add(1) + 1;
   if (g_config.max_requests >= 0 && n >= g_config.max_requests) {
-    g_stop = true;
+    request_stop();
     return true;
   }
   return false;
 }
 
+[[noreturn]] void closed_by_shutdown() {
+  throw std::system_error(std::make_error_code(std::errc::bad_file_descriptor),
+                          "closed at shutdown");
+}
+
+// Starts an operation on connection fd under g_mutex, if fd is still the
+// connection's (see the header comment); otherwise throws bad_file_descriptor.
+template <class Start>
+auto start_on(int fd, Start start) {
+  std::lock_guard lock(g_mutex);
+  if (!g_open.contains(fd)) closed_by_shutdown();
+  return start();
+}
+
 // Sends all of data (send loops: a send may be partial).
 void send_all(int fd, std::string_view data) {
   while (!data.empty()) {
-    const std::size_t n = weft::io::send(fd, data.data(), data.size()).get();
+    const std::size_t n =
+        start_on(fd, [&] { return weft::io::send(fd, data.data(), data.size()); }).get();
     data.remove_prefix(n);
   }
 }
@@ -216,11 +278,20 @@ void serve_file(int fd, const std::string& path, bool head_only, bool keep_alive
   if (sent < size) throw std::runtime_error("file shrank while being sent");
 }
 
-// One connection: requests until close, error, idle timeout or stop.
+// One connection: requests until close, error, idle timeout or shutdown.
 void connection(int fd) {
+  // The task closes its socket when it ends, unless the shutdown took it.
   struct closer {
     int fd;
-    ~closer() { ::close(fd); }
+    ~closer() {
+      bool mine;
+      {
+        std::lock_guard lock(g_mutex);
+        mine = g_open.erase(fd) == 1;
+      }
+      std::error_code ec;
+      if (mine) weft::io::close(fd, ec);
+    }
   } close_socket{fd};
   std::string buf;
   char chunk[4096];
@@ -235,12 +306,24 @@ void connection(int fd) {
           send_error(fd, 413, false, false);
           return;
         }
-        if (g_stop && buf.empty()) return;  // idle at shutdown
-        if (std::chrono::steady_clock::now() >= idle_deadline) return;
+        std::optional<weft::io::io_future<std::size_t>> recv;
+        {
+          std::lock_guard lock(g_mutex);
+          const auto it = g_open.find(fd);
+          if (it == g_open.end()) return;  // closed by the shutdown
+          if (buf.empty() && g_stop) return;  // idle at shutdown: close now
+          it->second = buf.empty();  // idle: the shutdown may close it at once
+          recv.emplace(weft::io::recv(fd, chunk, sizeof chunk));
+        }
         std::error_code ec;
-        const std::size_t n = weft::io::recv(fd, chunk, sizeof chunk).get_for(kPollSlice, ec);
-        if (ec == std::errc::timed_out) continue;
-        if (ec || n == 0) return;  // reset or closed by the client
+        const std::size_t n = recv->get_until(idle_deadline, ec);
+        // timed out (idle), reset or closed by the client, or closed by the
+        // shutdown (bad_file_descriptor)
+        if (ec || n == 0) return;
+        {
+          std::lock_guard lock(g_mutex);
+          if (const auto it = g_open.find(fd); it != g_open.end()) it->second = false;
+        }
         buf.append(chunk, n);
       }
       if (head_end > kMaxHead) {
@@ -299,6 +382,7 @@ void connection(int fd) {
       const bool head_only = method == "HEAD";
       if (has_body) keep_alive = false;  // its body is not read: the stream is lost
       if (count_response()) keep_alive = false;  // the last one: say so, then stop
+      if (stopping()) keep_alive = false;        // shutting down: this is the last
       if (bad) {
         send_error(fd, 400, head_only, false);
         return;
@@ -315,8 +399,11 @@ void connection(int fd) {
       serve_file(fd, *path, head_only, keep_alive);
       if (!keep_alive) return;
     }
+  } catch (const std::system_error& e) {
+    // A socket closed by the shutdown mid-response is expected; log others.
+    if (e.code() != std::errc::bad_file_descriptor)
+      std::fprintf(stderr, "http_server: connection: %s\n", e.what());
   } catch (const std::exception& e) {
-    // A peer that resets the connection mid-response is normal; log others.
     std::fprintf(stderr, "http_server: connection: %s\n", e.what());
   }
 }
@@ -338,18 +425,53 @@ int listen_on(unsigned short port) {
   return fd;
 }
 
-// The acceptor: a task per connection until stopped, then waits for them.
+// Closes (weft::io::close) the registered connections for which pick(idle)
+// is true, after taking them out of the registry: their tasks will not close
+// them, nor start anything more on them.
+template <class Pick>
+void close_connections(Pick pick) {
+  std::vector<int> taken;
+  {
+    std::lock_guard lock(g_mutex);
+    std::erase_if(g_open, [&](const auto& entry) {
+      if (!pick(entry.second)) return false;
+      taken.push_back(entry.first);
+      return true;
+    });
+  }
+  for (const int fd : taken) {
+    std::error_code ec;
+    weft::io::close(fd, ec);  // their pending recv/send: bad_file_descriptor
+  }
+}
+
+// The acceptor: a task per connection until the shutdown, then the shutdown
+// itself (steps 1 to 4 of the header comment).
 void serve(int listen_fd) {
   std::vector<weft::future<void>> connections;
-  while (!g_stop) {
+  for (;;) {
+    weft::io::io_future<int> accept;
+    {
+      std::lock_guard lock(g_mutex);
+      if (g_stop) break;
+      accept = weft::io::accept(listen_fd);
+      g_pending_accept = &accept;  // request_stop cancels it
+    }
+    accept.wait();  // not get(): request_stop may call cancel() meanwhile
+    {
+      std::lock_guard lock(g_mutex);
+      g_pending_accept = nullptr;
+    }
     std::error_code ec;
-    // Bounded waits so that the stop flag is seen; a timed-out accept is
-    // cancelled and its connection, if one arrives meanwhile, stays queued.
-    const int fd = weft::io::accept(listen_fd).get_for(kPollSlice, ec);
-    if (ec == std::errc::timed_out) continue;
+    const int fd = accept.get(ec);
+    if (ec == std::errc::operation_canceled) break;  // request_stop
     if (ec) {
       if (ec == std::errc::connection_aborted || ec == std::errc::too_many_files_open) continue;
       throw std::system_error(ec, "accept");
+    }
+    {
+      std::lock_guard lock(g_mutex);
+      g_open.emplace(fd, false);
     }
     connections.push_back(weft::async(connection, fd));
     // Forget the finished ones (get() never throws: connection catches).
@@ -359,12 +481,35 @@ void serve(int listen_fd) {
       return true;
     });
   }
-  ::close(listen_fd);
+  // 1. No more accepts; a connection still in the backlog is reset.
+  weft::io::close(listen_fd);
+  std::chrono::steady_clock::time_point deadline;
+  {
+    std::lock_guard lock(g_mutex);
+    deadline = g_stop_time + g_config.grace;
+  }
+  // 2. The idle connections go at once.
+  close_connections([](bool idle) { return idle; });
+  // 3. The others may finish until the deadline...
+  for (auto& f : connections) f.wait_until(deadline);
+  // 4. ...then whatever is left is closed under their feet.
+  close_connections([](bool) { return true; });
   for (auto& f : connections) f.get();
 }
 
+// Reads SIGTERM/SIGINT from the signalfd and starts the shutdown; ends when
+// a signal arrives or when main closes the signalfd (bad_file_descriptor).
+void signal_task(int sig_fd) {
+  signalfd_siginfo info{};
+  std::error_code ec;
+  const std::size_t n = weft::io::read(sig_fd, &info, sizeof info).get(ec);
+  if (ec || n != sizeof info) return;
+  std::fprintf(stderr, "http_server: %s: shutting down\n", strsignal(static_cast<int>(info.ssi_signo)));
+  request_stop();
+}
+
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: http_server ROOT PORT [--requests N] [--workers P]\n");
+  std::fprintf(stderr, "usage: http_server ROOT PORT [--requests N] [--grace MS] [--workers P]\n");
   std::exit(2);
 }
 
@@ -383,6 +528,10 @@ int main(int argc, char** argv) {
     if (a == "--requests" && i + 1 < argc) {
       g_config.max_requests = std::strtoll(argv[++i], &end, 10);
       if (*end || g_config.max_requests < 1) usage();
+    } else if (a == "--grace" && i + 1 < argc) {
+      const long long ms = std::strtoll(argv[++i], &end, 10);
+      if (*end || ms < 0) usage();
+      g_config.grace = std::chrono::milliseconds(ms);
     } else if (a == "--workers" && i + 1 < argc) {
       opts.workers = static_cast<unsigned>(std::strtoul(argv[++i], &end, 10));
       if (*end) usage();
@@ -395,6 +544,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "http_server: %s is not a directory\n", g_config.root.c_str());
     return 1;
   }
+  // SIGTERM and SIGINT are read from a signalfd: block them first, before the
+  // runtime starts its threads, so that every thread inherits the mask and
+  // none of them gets the default action (termination).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  if (int e = ::pthread_sigmask(SIG_BLOCK, &signals, nullptr); e != 0) {
+    std::fprintf(stderr, "http_server: pthread_sigmask: %s\n", std::strerror(e));
+    return 1;
+  }
+  const int sig_fd = ::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sig_fd < 0) {
+    std::fprintf(stderr, "http_server: signalfd: %s\n", std::strerror(errno));
+    return 1;
+  }
   try {
     const int listen_fd = listen_on(static_cast<unsigned short>(port));
     sockaddr_in bound{};
@@ -403,7 +568,23 @@ int main(int argc, char** argv) {
     std::printf("%u\n", static_cast<unsigned>(ntohs(bound.sin_port)));
     std::fflush(stdout);
     weft::runtime rt(opts);
-    rt.run([listen_fd] { serve(listen_fd); });
+    rt.run([listen_fd, sig_fd] {
+      auto signals_done = weft::async(signal_task, sig_fd);
+      // Ends the signal task if no signal came (shutdown by --requests), also
+      // when serve throws.
+      struct close_signals {
+        int fd;
+        ~close_signals() {
+          std::error_code ec;
+          weft::io::close(fd, ec);
+        }
+      };
+      {
+        close_signals guard{sig_fd};
+        serve(listen_fd);
+      }
+      signals_done.get();
+    });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "http_server: %s\n", e.what());
     return 1;
