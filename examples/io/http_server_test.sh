@@ -7,8 +7,12 @@
 # Starts the server on a fresh directory with --requests N and port 0, checks
 # a file body byte for byte, HEAD, 404, 405, a path traversal (--path-as-is),
 # keep-alive (two URLs over one connection), then waits for the server to
-# exit by itself after the N-th response. Everything is bounded in time. A
-# missing curl is a failure, not a skip.
+# exit by itself after the N-th response. Then graceful shutdown on SIGTERM,
+# with two more servers: (a) an idle keep-alive connection is closed (EOF)
+# and the server exits 0 within grace + 2 s; (b) a slow client that sent half
+# a request head is cut off at the --grace 300 deadline and the server exits
+# 0 soon after. Everything is bounded in time. A missing curl is a failure,
+# not a skip.
 set -euo pipefail
 
 server_bin=${1:?usage: http_server_test.sh PATH/TO/http_server}
@@ -107,4 +111,77 @@ status=0
 wait "$server_pid" || status=$?
 server_pid=
 [[ $status == 0 ]] || fail "the server exited with status $status: $(cat "$work/server.log")"
-echo "http_server: all checks passed ($(cat "$work/server.log"))"
+first_log=$(cat "$work/server.log")
+
+# Starts "$server_bin" "$root" 0 "$@" in the background: sets server_pid, port.
+start_server() {
+  : > "$work/port"
+  "$server_bin" "$root" 0 "$@" > "$work/port" 2> "$work/server.log" &
+  server_pid=$!
+  port=
+  for _ in $(seq 100); do                          # up to 10 s to start
+    port=$(head -n 1 "$work/port" 2>/dev/null || true)
+    [[ -n $port ]] && break
+    kill -0 "$server_pid" 2>/dev/null || fail "the server exited at start: $(cat "$work/server.log")"
+    sleep 0.1
+  done
+  [[ $port =~ ^[0-9]+$ ]] || fail "no port printed by the server (got '$port')"
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# Waits up to $1 ms for the server to exit; sets status (its exit status)
+# and elapsed (ms since $2). Fails if it is still running.
+wait_exit() {
+  local limit=$1 since=$2
+  while kill -0 "$server_pid" 2>/dev/null; do
+    (( $(now_ms) - since < limit )) || fail "the server still runs ${limit} ms after SIGTERM: $(cat "$work/server.log")"
+    sleep 0.05
+  done
+  elapsed=$(( $(now_ms) - since ))
+  status=0
+  wait "$server_pid" || status=$?
+  server_pid=
+}
+
+# 9. SIGTERM with an idle keep-alive connection: one request answered, the
+# socket kept open; the server closes it (EOF) and exits 0 within grace + 2 s.
+start_server --grace 2000
+exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "connect for the idle connection"
+printf 'GET /sub/note.txt HTTP/1.1\r\nHost: test\r\n\r\n' >&3
+# The response: its head, then the 11-byte body (bounded reads).
+got_head=
+while IFS= read -r -t 5 line <&3; do
+  got_head+="$line"$'\n'
+  [[ $line == $'\r' ]] && break
+done
+[[ $got_head == 'HTTP/1.1 200'* ]] || fail "idle connection: no 200 response: $got_head"
+grep -qi '^connection: keep-alive' <<< "$got_head" || fail "idle connection: not kept alive: $got_head"
+read -r -t 5 -N 11 body <&3 || fail "idle connection: no body"
+[[ $body == $'plain text\n' ]] || fail "idle connection: body '$body'"
+t0=$(now_ms)
+kill -TERM "$server_pid"
+wait_exit 4000 "$t0"
+[[ $status == 0 ]] || fail "SIGTERM (idle connection): exit status $status: $(cat "$work/server.log")"
+# EOF on the idle socket: read returns nothing, at once (the server is gone).
+if IFS= read -r -t 2 -N 1 rest <&3; then
+  fail "idle connection: got '$rest' after shutdown, not EOF"
+elif (( $? > 128 )); then
+  fail "idle connection: no EOF after shutdown (read timed out)"
+fi
+exec 3<&-
+grep -q 'Terminated: shutting down' "$work/server.log" || fail "no shutdown message: $(cat "$work/server.log")"
+idle_ms=$elapsed
+
+# 10. SIGTERM with a slow client (half a request head sent) and --grace 300:
+# the connection is cut at the deadline and the server exits 0 soon after.
+start_server --grace 300
+exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "connect for the slow client"
+printf 'GET /index.html HTTP/1.1\r\nHost: te' >&3
+sleep 0.2                                          # the server has read it
+t0=$(now_ms)
+kill -TERM "$server_pid"
+wait_exit 1500 "$t0"                               # 300 ms + slack
+[[ $status == 0 ]] || fail "SIGTERM (slow client): exit status $status: $(cat "$work/server.log")"
+(( elapsed >= 250 )) || fail "slow client: the server exited after $elapsed ms, before the 300 ms grace"
+exec 3<&-
+
+echo "http_server: all checks passed ($first_log; SIGTERM: idle connection ${idle_ms} ms, slow client ${elapsed} ms)"
