@@ -32,6 +32,9 @@
 // recv/send under that mutex, and only while its socket is still registered,
 // so io::close by the shutdown covers every operation it could have pending
 // and the task never touches the number again (which may have been reused).
+// On the blocking backend (WEFT_IO=blocking) a waiting task holds its worker:
+// the signal task and the acceptor keep one each, so give it 4 workers or
+// more there (--workers, WEFT_WORKERS).
 //
 // What it does:
 //  * GET and HEAD (405 with "Allow: GET, HEAD" otherwise); HTTP/1.1 and 1.0.
