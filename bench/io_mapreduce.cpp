@@ -261,7 +261,9 @@ void measure_latency(const config& cfg, report& rep, const mr_shape& shape, long
     specs.push_back({"map-reduce blocking read, 2P workers",
                      io_options(2 * P, io_backend::blocking), blocking});
   }
-  for (io_backend b : {io_backend::epoll, io_backend::io_uring}) {
+  // epoll (the workers poll), Cilk-L's I/O threads and io_uring; the paper's
+  // two policies on each.
+  for (io_backend b : {io_backend::epoll, io_backend::epoll_threads, io_backend::io_uring}) {
     for (steal_policy p : {steal_policy::proactive, steal_policy::parsimonious}) {
       specs.push_back({std::string("map-reduce I/O futures, ") + backend_label(b) + " " +
                            policy_label(p),
@@ -354,8 +356,8 @@ void measure_breakdown(const config& cfg, report& rep, const mr_shape& shape, un
       {"breakdown Ideal (read(), no future)", io_options(P, io_backend::epoll), ideal},
       {"breakdown +future (blocking backend)", io_options(P, io_backend::blocking), blocking},
       {"breakdown +event (epoll, try first)", io_options(P, io_backend::epoll, pro, true), future},
-      {"breakdown +I/O thread (epoll, no try)", io_options(P, io_backend::epoll, pro, false),
-       future},
+      {"breakdown +I/O thread (epoll_threads, no try)",
+       io_options(P, io_backend::epoll_threads, pro, false), future},
       {"breakdown io_uring, try first", io_options(P, io_backend::io_uring, pro, true), future,
        true},
       {"breakdown io_uring, every op to ring", io_options(P, io_backend::io_uring, pro, false),
