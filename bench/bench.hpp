@@ -122,6 +122,12 @@ struct child_result {
     return it == values.end() ? NAN : std::stod(it->second);
   }
 };
+// Builds the Go program `source` (one file, GOPATH mode) with `go build`
+// into dir/exe_name, with its caches and build.log in `dir` (created).
+// Returns "" on success, else the reason for a "not measured" row.
+std::string go_build(const std::string& source, const std::string& dir,
+                     const std::string& exe_name);
+
 child_result run_process(std::vector<std::string> args, std::chrono::seconds limit,
                          const std::string& what);
 

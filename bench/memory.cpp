@@ -178,6 +178,20 @@ void add_delta(report& rep, const std::string& name, const std::string& params, 
 
 }  // namespace
 
+std::string go_build(const std::string& source, const std::string& dir,
+                     const std::string& exe_name) {
+  if (std::system("command -v go >/dev/null 2>&1") != 0) return "not measured: go not found";
+  if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0)
+    return "not measured: cannot create " + dir;
+  const std::string exe = dir + "/" + exe_name;
+  const std::string cmd = "cd '" + dir + "' && GO111MODULE=off GOFLAGS= GOCACHE='" + dir +
+                          "/cache' GOPATH='" + dir + "/gopath' go build -o '" + exe + "' '" +
+                          source + "' >'" + dir + "/build.log' 2>&1";
+  if (std::system(cmd.c_str()) != 0 || ::access(exe.c_str(), X_OK) != 0)
+    return "not measured: go build failed (see " + dir + "/build.log)";
+  return "";
+}
+
 child_result run_process(std::vector<std::string> args, std::chrono::seconds limit,
                          const std::string& what) {
   child_result res;

@@ -98,21 +98,9 @@ struct peer {
 const peer& go_echo() {
   static peer p = [] {
     peer r;
-    if (std::system("command -v go >/dev/null 2>&1") != 0) {
-      r.reason = "not measured: go not found";
-      return r;
-    }
     const std::string d = WEFT_BENCH_BINARY_DIR "/peers/go-echo";
-    (void)std::system(("mkdir -p '" + d + "'").c_str());
-    const std::string cmd = "cd '" + d + "' && GO111MODULE=off GOFLAGS= GOCACHE='" + d +
-                            "/cache' GOPATH='" + d + "/gopath' go build -o '" + d +
-                            "/echoserver' " WEFT_BENCH_SOURCE_DIR "/go/echoserver.go >'" + d +
-                            "/build.log' 2>&1";
-    if (std::system(cmd.c_str()) != 0 || !executable(d + "/echoserver")) {
-      r.reason = "not measured: go build failed (see " + d + "/build.log)";
-      return r;
-    }
-    r.exe = d + "/echoserver";
+    r.reason = go_build(WEFT_BENCH_SOURCE_DIR "/go/echoserver.go", d, "echoserver");
+    if (r.reason.empty()) r.exe = d + "/echoserver";
     return r;
   }();
   return p;

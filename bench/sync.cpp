@@ -289,10 +289,6 @@ struct go_peer {
 const go_peer& go_binary() {
   static go_peer peer = [] {
     go_peer p;
-    if (std::system("command -v go >/dev/null 2>&1") != 0) {
-      p.reason = "not measured: go not found";
-      return p;
-    }
     char dir[] = "/tmp/weft-bench-go-XXXXXX";
     if (!mkdtemp(dir)) {
       p.reason = "not measured: mkdtemp failed";
@@ -300,13 +296,8 @@ const go_peer& go_binary() {
     }
     const std::string d = dir;
     p.dir = d;
-    const std::string cmd = "cd " + d + " && GO111MODULE=off GOFLAGS= GOCACHE=" + d +
-                            "/cache GOPATH=" + d + "/gopath go build -o " + d + "/syncbench " +
-                            WEFT_BENCH_SOURCE_DIR "/go/syncbench.go >" + d + "/build.log 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
-      p.reason = "not measured: go build failed (see " + d + "/build.log)";
-      return p;
-    }
+    p.reason = go_build(WEFT_BENCH_SOURCE_DIR "/go/syncbench.go", d, "syncbench");
+    if (!p.reason.empty()) return p;
     p.exe = d + "/syncbench";
     return p;
   }();

@@ -273,12 +273,8 @@ class netpoll_backend final : public io_backend {
     std::vector<io_operation*> all;
     table_.for_each_allocated([&](fd_state& st) {
       std::lock_guard lock(st.lock);
-      while (!st.in.empty()) all.push_back(st.in.pop());
-      while (!st.out.empty()) all.push_back(st.out.pop());
-      st.in_busy.store(false, std::memory_order_relaxed);
-      st.out_busy.store(false, std::memory_order_relaxed);
+      take_all_locked(st, all);
     });
-    waiters_.fetch_sub(static_cast<long>(all.size()), std::memory_order_relaxed);
     for (io_operation* op : all) io_complete(op, -ECANCELED);
     helper_->begin_shutdown();
   }
@@ -290,11 +286,7 @@ class netpoll_backend final : public io_backend {
       // call on fd, and nobody will be: the FIFOs are empty afterwards.
       std::unique_lock lock(st->lock);
       std::vector<io_operation*> failed;
-      while (!st->in.empty()) failed.push_back(st->in.pop());
-      while (!st->out.empty()) failed.push_back(st->out.pop());
-      st->in_busy.store(false, std::memory_order_relaxed);
-      st->out_busy.store(false, std::memory_order_relaxed);
-      waiters_.fetch_sub(static_cast<long>(failed.size()), std::memory_order_relaxed);
+      take_all_locked(*st, failed);
       // Out of the epoll set now, while the number still names this file
       // (close(2) would leave it registered if the file has other
       // descriptors, e.g. after a fork). ENOENT: not registered; fine.
@@ -400,16 +392,24 @@ class netpoll_backend final : public io_backend {
     return ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0;
   }
 
+  // Empties both of st's queues into `out` (requires st.lock): the caller
+  // completes them after the lock.
+  void take_all_locked(fd_state& st, std::vector<io_operation*>& out) {
+    const std::size_t before = out.size();
+    while (!st.in.empty()) out.push_back(st.in.pop());
+    while (!st.out.empty()) out.push_back(st.out.pop());
+    st.in_busy.store(false, std::memory_order_relaxed);
+    st.out_busy.store(false, std::memory_order_relaxed);
+    // relaxed: see submit.
+    waiters_.fetch_sub(static_cast<long>(out.size() - before), std::memory_order_relaxed);
+  }
+
   // epoll refused the descriptor (EPERM: a file epoll cannot watch; EBADF):
   // everything queued on it fails with that error. Releases the lock.
   void fail_locked(int fd, fd_state& st, long long err, std::unique_lock<std::mutex>& lock) {
     (void)fd;
     std::vector<io_operation*> failed;
-    while (!st.in.empty()) failed.push_back(st.in.pop());
-    while (!st.out.empty()) failed.push_back(st.out.pop());
-    st.in_busy.store(false, std::memory_order_relaxed);
-    st.out_busy.store(false, std::memory_order_relaxed);
-    waiters_.fetch_sub(static_cast<long>(failed.size()), std::memory_order_relaxed);
+    take_all_locked(st, failed);
     lock.unlock();
     for (io_operation* op : failed) io_complete(op, err);
   }
@@ -429,11 +429,7 @@ class netpoll_backend final : public io_backend {
       long long err = -errno;
       // Completions collected above are still to be made, after the lock.
       std::vector<io_operation*> failed;
-      while (!st.in.empty()) failed.push_back(st.in.pop());
-      while (!st.out.empty()) failed.push_back(st.out.pop());
-      st.in_busy.store(false, std::memory_order_relaxed);
-      st.out_busy.store(false, std::memory_order_relaxed);
-      waiters_.fetch_sub(static_cast<long>(failed.size()), std::memory_order_relaxed);
+      take_all_locked(st, failed);
       for (io_operation* op : failed) done.emplace_back(op, err);
     }
   }
