@@ -190,7 +190,9 @@ class io_future {
     } r{op};
     op->result_taken = true;
     ec = op->error;
-    if (ec == std::errc::operation_canceled && op->timed_out_by_deadline)
+    // The flag first: comparing with an errc is a virtual call (the
+    // category's equivalent()), not worth paying on every get().
+    if (op->timed_out_by_deadline && ec == std::errc::operation_canceled)
       ec = std::make_error_code(std::errc::timed_out);
     if constexpr (std::is_void_v<T>) {
       return;
