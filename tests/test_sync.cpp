@@ -282,16 +282,13 @@ TEST_P(Sync, MvarPutTakeReadAndTry) {
 TEST_P(Sync, MvarPutWaitsWhileFullInOrder) {
   run([&] {
     weft::mvar<int> m(0);
-    std::atomic<int> queued{0};
     std::vector<weft::future<void>> putters;
     for (int i = 1; i <= 5; ++i) {
-      putters.push_back(weft::async([&, i] {
-        ++queued;
-        m.put(i);
-      }));
-      // Each putter is queued before the next starts (FIFO is by arrival).
-      ASSERT_TRUE(yield_until([&] { return queued.load() == i; }));
-      weft::this_task::sleep_for(2ms);
+      putters.push_back(weft::async([&, i] { m.put(i); }));
+      // Each putter is queued before the next starts (FIFO is by arrival):
+      // wait until it really waits (a sleep was not enough under TSan with
+      // 8 workers: CI saw putters 2 and 3 swap).
+      ASSERT_TRUE(yield_until([&] { return m.waiters() == static_cast<std::size_t>(i); }));
     }
     for (int i = 0; i <= 5; ++i) EXPECT_EQ(m.take(), i);
     for (auto& p : putters) p.get();
