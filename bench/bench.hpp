@@ -2,6 +2,7 @@
 // result table, the watchdog, and the entry point of each benchmark.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -122,6 +123,10 @@ struct child_result {
     return it == values.end() ? NAN : std::stod(it->second);
   }
 };
+// A "Vm..." line of /proc/PID/status ("VmRSS", "VmHWM"), KiB; -1 when
+// unreadable.
+long proc_status_kib(pid_t pid, const char* key);
+
 // Builds the Go program `source` (one file, GOPATH mode) with `go build`
 // into dir/exe_name, with its caches and build.log in `dir` (created).
 // Returns "" on success, else the reason for a "not measured" row.

@@ -178,6 +178,16 @@ void add_delta(report& rep, const std::string& name, const std::string& params, 
 
 }  // namespace
 
+long proc_status_kib(pid_t pid, const char* key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const std::size_t len = std::strlen(key);
+  while (std::getline(in, line))
+    if (line.compare(0, len, key) == 0 && line.size() > len && line[len] == ':')
+      return std::stol(line.substr(len + 1));
+  return -1;
+}
+
 std::string go_build(const std::string& source, const std::string& dir,
                      const std::string& exe_name) {
   if (std::system("command -v go >/dev/null 2>&1") != 0) return "not measured: go not found";

@@ -132,17 +132,6 @@ const peer& tokio_echo() {
   return p;
 }
 
-// "VmRSS" / "VmHWM" of a process, KiB; -1 when unreadable.
-long proc_status_kib(pid_t pid, const char* key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  const std::size_t len = std::strlen(key);
-  while (std::getline(in, line))
-    if (line.compare(0, len, key) == 0 && line.size() > len && line[len] == ':')
-      return std::stol(line.substr(len + 1));
-  return -1;
-}
-
 // A child with pipes to its stdin and from its stdout (stderr inherited).
 struct child {
   pid_t pid = -1;

@@ -49,15 +49,7 @@ double since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-long status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::size_t len = std::strlen(key);
-  while (std::getline(in, line))
-    if (line.compare(0, len, key) == 0 && line.size() > len && line[len] == ':')
-      return std::stol(line.substr(len + 1));
-  return -1;
-}
+long status_kib(const char* key) { return proc_status_kib(::getpid(), key); }
 
 long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
 

@@ -41,17 +41,21 @@ printf 'top secret\n' > "$work/secret.txt"         # outside the root
 
 # Responses this script asks for (the server exits after the last one).
 requests=9
-"$server_bin" "$root" 0 --requests "$requests" > "$work/port" 2> "$work/server.log" &
-server_pid=$!
-
-port=
-for _ in $(seq 100); do                            # up to 10 s to start
-  port=$(head -n 1 "$work/port" 2>/dev/null || true)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "the server exited at start: $(cat "$work/server.log")"
-  sleep 0.1
-done
-[[ $port =~ ^[0-9]+$ ]] || fail "no port printed by the server (got '$port')"
+# Starts "$server_bin" "$root" 0 "$@" in the background: sets server_pid, port.
+start_server() {
+  : > "$work/port"
+  "$server_bin" "$root" 0 "$@" > "$work/port" 2> "$work/server.log" &
+  server_pid=$!
+  port=
+  for _ in $(seq 100); do                          # up to 10 s to start
+    port=$(head -n 1 "$work/port" 2>/dev/null || true)
+    [[ -n $port ]] && break
+    kill -0 "$server_pid" 2>/dev/null || fail "the server exited at start: $(cat "$work/server.log")"
+    sleep 0.1
+  done
+  [[ $port =~ ^[0-9]+$ ]] || fail "no port printed by the server (got '$port')"
+}
+start_server --requests "$requests"
 base=http://127.0.0.1:$port
 c=(curl --silent --show-error --max-time 10)
 
@@ -113,20 +117,6 @@ server_pid=
 [[ $status == 0 ]] || fail "the server exited with status $status: $(cat "$work/server.log")"
 first_log=$(cat "$work/server.log")
 
-# Starts "$server_bin" "$root" 0 "$@" in the background: sets server_pid, port.
-start_server() {
-  : > "$work/port"
-  "$server_bin" "$root" 0 "$@" > "$work/port" 2> "$work/server.log" &
-  server_pid=$!
-  port=
-  for _ in $(seq 100); do                          # up to 10 s to start
-    port=$(head -n 1 "$work/port" 2>/dev/null || true)
-    [[ -n $port ]] && break
-    kill -0 "$server_pid" 2>/dev/null || fail "the server exited at start: $(cat "$work/server.log")"
-    sleep 0.1
-  done
-  [[ $port =~ ^[0-9]+$ ]] || fail "no port printed by the server (got '$port')"
-}
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Waits up to $1 ms for the server to exit; sets status (its exit status)
 # and elapsed (ms since $2). Fails if it is still running.

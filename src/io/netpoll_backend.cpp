@@ -175,8 +175,9 @@ class netpoll_backend final : public io_backend {
 
   void submit(io_operation* op, worker_view* w) override {
     (void)w;
-    // relaxed: a hint; begin_shutdown cancels what was queued before it
-    // under the descriptor locks, which every enqueue below also takes.
+    // acquire: pairs with begin_shutdown's release store. A submission that
+    // misses it is still cancelled: begin_shutdown empties the queues under
+    // the descriptor locks, and the enqueue below re-checks under the lock.
     if (shutting_down_.load(std::memory_order_acquire)) {
       io_complete(op, -ECANCELED);
       return;
