@@ -256,6 +256,16 @@ TEST_P(IoHostile, AcceptOutOfDescriptorsBacksOffAndRecovers) {
   }
   run([&] {
     (void)weft::io::backend_name();  // the backend (and its descriptors) exists now
+    // The same warm-up for the loop's own operations: an accept that
+    // completes, and a back-off sleep (on epoll it goes to the helper
+    // backend through a virtual call the test meets nowhere else).
+    {
+      unique_fd c = tcp_socket();
+      ASSERT_EQ(::connect(c.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      unique_fd a(weft::io::accept(l.get()).get_for(10s));
+      ASSERT_GE(a.get(), 0);
+      weft::io::sleep_for(1ms).get();
+    }
     {
       std::lock_guard lock(fillers_mutex);
       // Every descriptor number below the new limit taken: the next one is EMFILE.
