@@ -1,5 +1,11 @@
-// weft — the scheduler: workers, deques, fibers, parking, injection, and the
-// ProWS suspension protocol (paper 000 §4.2).
+// weft — the scheduler: one runtime's workers and what they share. Its
+// methods are spread by mechanism: scheduler.cpp (life cycle, injection, the
+// I/O backend), scheduler_dispatch.cpp (the worker loop: find work, steal,
+// park, poll I/O), scheduler_suspend.cpp (fiber switches, the suspension
+// protocol, ready queues), scheduler_levels.cpp (moving workers between
+// priority levels, APS accounting). The mechanisms it owns live in their own
+// classes: fiber_pool, deque_pool, stealable_sets, aps_master, parking_lot,
+// timer_service, blocking_pool; the ProWS/ParWS differences in steal_policy.hpp.
 #pragma once
 
 #include <atomic>
@@ -10,9 +16,14 @@
 #include <mutex>
 #include <vector>
 
+#include "aps_master.hpp"
 #include "blocking_pool.hpp"
+#include "deque_pool.hpp"
+#include "fiber_pool.hpp"
 #include "parking.hpp"
 #include "stack_pool.hpp"
+#include "stealable_set.hpp"
+#include "steal_policy.hpp"
 #include "timer_service.hpp"
 #include "worker.hpp"
 #include "weft/runtime.hpp"
@@ -72,8 +83,7 @@ class scheduler {
   // A strand boundary without a switch (a yield that found nothing else to
   // run): restarts the APS span, if the master runs.
   void mark_strand_boundary(worker* w) noexcept {
-    // relaxed: see begin_span.
-    if (!aps_running_.load(std::memory_order_relaxed)) return;
+    if (!aps_.running()) return;  // relaxed: see begin_span
     end_span(w);
     begin_span(w);
   }
@@ -94,11 +104,7 @@ class scheduler {
   // an urgent handler would otherwise wait out the quantum). relaxed: both
   // are hints; a stale allotment costs one spurious quantum or one quantum's
   // delay.
-  void note_level_ready(unsigned level) noexcept {
-    if (aps_running_.load(std::memory_order_relaxed) &&
-        aps_allotted_[level].load(std::memory_order_relaxed) == 0)
-      request_early_quantum();
-  }
+  void note_level_ready(unsigned level) noexcept { aps_.note_level_work(level); }
   bool aps_enabled() const noexcept { return opts_.priorities == options::priority_mode::adaptive; }
   // Any thread, once per suspension: queues the fiber in a worker's ready
   // queue (ready_queue in worker.hpp), from which that worker — or a thief —
@@ -115,20 +121,33 @@ class scheduler {
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
   // `preferred` >= 0 names the worker; -1 picks one at random.
-  void ensure_stealable(deque_record* d, int preferred = -1) noexcept;
+  void ensure_stealable(deque_record* d, int preferred = -1) noexcept {
+    sets_.ensure_stealable(d, preferred);
+  }
 
   // --- used by workers --------------------------------------------------------
   static void fiber_main(ctx::transfer_t t) noexcept;  // entry of every fiber
   [[noreturn]] static void worker_loop() noexcept;
   static void resume_ready(work_item* item) noexcept;      // a fiber's resume_item
   static void run_resume_batch(work_item* item) noexcept;  // parsimonious policy
-  void recycle_fiber(worker* w, fiber* f) noexcept;     // owner thread of w
+  void recycle_fiber(worker* w, fiber* f) noexcept {  // owner thread of w
+    fibers_.recycle(w->fiber_cache, f);
+  }
 
  private:
   void thread_main(worker* w);
+  // Calls f(prows_policy{}) or f(parws_policy{}), whichever this runtime
+  // uses: the one place the policy is chosen (steal_policy.hpp says why a
+  // template and not a virtual call).
+  template <class F>
+  decltype(auto) with_policy(F&& f) const {
+    if (parsimonious_) return f(parws_policy{});
+    return f(prows_policy{});
+  }
+  template <class Policy>
   work_item* find_work(worker* w);
+  template <class Policy>
   bool try_steal(worker* thief, work_item*& out);
-  bool steal_from_set(worker* thief, worker* victim, work_item*& out);
   work_item* take_injected(unsigned level);
   // Worker-polled I/O (netpoll backend; docs/io.md §The poller). A
   // non-blocking poll unless a worker is blocked in the poll already or
@@ -144,6 +163,7 @@ class scheduler {
   // injected work and the FIFO (older wake-ups, yields) after it; thieves
   // take any, the oldest first.
   enum class ready_take { newest, oldest, any };
+  template <class Policy>
   work_item* take_ready(worker* w, ready_queue& q, ready_take which);
   void adopt_deque_of(worker* w, fiber* f) noexcept;
   bool level_has_ready_work(unsigned level) const noexcept;
@@ -151,8 +171,7 @@ class scheduler {
   void begin_span(worker* w) noexcept;            // APS accounting
   void end_span(worker* w) noexcept;
   std::uint64_t now_ns() const noexcept;
-  void aps_master_loop();
-  friend struct aps_master_access;
+  friend class aps_master;
   bool has_visible_work(unsigned level) const noexcept;
   [[noreturn]] void exit_worker(worker* w) noexcept;
   // Shutdown: ends the grace period (I/O cancelled, timers expired).
@@ -163,23 +182,24 @@ class scheduler {
   void switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept;
   static void after_switch(ctx::transfer_t t) noexcept;
 
-  fiber* acquire_fiber(worker* w);
-  deque_record* acquire_deque(worker* w, unsigned level);
-  void recycle_deque(worker* w, deque_record* d) noexcept;
-  void leave_set(deque_record* d) noexcept;
+  fiber* acquire_fiber(worker* w) { return fibers_.acquire(w->fiber_cache); }
+  deque_record* acquire_deque(worker* w, unsigned level) {
+    return deques_.acquire(w->deque_cache, level);
+  }
+  void recycle_deque(worker* w, deque_record* d) noexcept { deques_.recycle(w->deque_cache, d); }
   void set_level_deque(worker* w, unsigned level, deque_record* d) noexcept;
-  void remove_from_set(deque_record* d) noexcept;
-  void retire_if_empty(deque_record* d) noexcept;
   std::int64_t outstanding_tasks() const noexcept;
 
   options opts_;
   const std::uint64_t id_;
   std::atomic<std::size_t> unobserved_exceptions_{0};
-  bool parsimonious_;  // immutable: opts_.policy == parsimonious
+  const bool parsimonious_;  // immutable: opts_.policy == parsimonious (with_policy)
   stack_pool stacks_;
   parking_lot parking_;
   timer_service timers_;
   std::vector<std::unique_ptr<worker>> workers_;
+  // Each worker's share of the inactive deques that hold work (ProWS).
+  stealable_sets sets_{workers_};
 
   // Work from threads that are not workers of this runtime, per level.
   mutable std::mutex inject_mutex_;
@@ -187,29 +207,17 @@ class scheduler {
   std::atomic<std::size_t> injected_hint_[priority_levels] = {};  // written under the mutex; hints
 
   // APS master (started on the first spawn at a non-default level).
-  std::mutex aps_mutex_;
-  std::condition_variable aps_cv_;
-  std::thread aps_thread_;             // guarded by aps_mutex_ until started
-  bool aps_stop_ = false;              // guarded by aps_mutex_
-  std::atomic<bool> aps_running_{false};
-  // Workers allotted to each level in the current quantum (master writes,
-  // relaxed; read as a hint to request an early quantum).
-  std::atomic<unsigned> aps_allotted_[priority_levels] = {};
-  // Set when a worker or a spawn asks for an early quantum (relaxed hint).
-  std::atomic<bool> aps_early_{false};
+  aps_master aps_{*this};
  public:
   // Asks the master for an early quantum (rate-limited by the flag).
-  void request_early_quantum() noexcept;
+  void request_early_quantum() noexcept { aps_.request_early_quantum(); }
  private:
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 
   // Pools of fibers and deques shared by the workers (each worker also keeps a
   // small private cache). Both are type-stable: freed only in ~scheduler.
-  std::mutex pool_mutex_;
-  fiber* free_fibers_ = nullptr;             // guarded by pool_mutex_
-  deque_record* free_deques_[priority_levels] = {};  // guarded by pool_mutex_
-  std::vector<fiber*> all_fibers_;           // guarded by pool_mutex_
-  std::vector<deque_record*> all_deques_;    // guarded by pool_mutex_
+  fiber_pool fibers_{stacks_, this, &scheduler::resume_ready, &scheduler::fiber_main};
+  deque_pool deques_;
 
   std::mutex io_mutex_;
   std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published

@@ -8,34 +8,12 @@
 #include <vector>
 
 #include "fiber.hpp"
+#include "stealable_set.hpp"
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 
 namespace weft::detail {
-
-// A deque as the scheduler sees it: the Chase-Lev core plus its membership in
-// a worker's set of stealable inactive deques.
-struct deque_record : chase_lev_deque {
-  // Orders the decisions "put into a set" (donation, resumption) and "take out
-  // of its set" (found empty by a thief, adopted by a mugger), so a deque that
-  // holds work is never left in no set (docs/design.md §Deques).
-  spin_lock membership;
-  unsigned level = default_priority_level;  // fixed while the deque is in use
-  int set_owner = -1;       // guarded by membership: worker whose set holds it, or -1
-  std::size_t set_pos = 0;  // guarded by the set_owner's inactive.lock
-  deque_record* next_free = nullptr;  // deque pool link
-};
-
-// The inactive deques donated to one worker. Thieves pick a random worker,
-// then a random entry here (or the worker's active deque).
-struct stealable_set {
-  spin_lock lock;
-  std::vector<deque_record*> deques;  // guarded by lock
-  // Number of entries; written under lock (release), read without it as a hint
-  // (acquire) by thieves and by parking workers.
-  std::atomic<std::size_t> size_hint{0};
-};
 
 // Fibers made ready (resumed) and not yet running, at one level of one
 // worker. A wake-up goes to `next` (the fiber it displaces joins the FIFO):
@@ -96,8 +74,8 @@ struct worker : worker_view {
   std::atomic<std::uint64_t> span{0};
   std::atomic<bool> parked{false};  // owner writes, the master reads (hint)
   std::uint64_t rng_state = 0;  // owner only
-  std::vector<fiber*> fiber_cache;         // owner only
-  std::vector<deque_record*> deque_cache[priority_levels];  // owner only, per level
+  std::vector<fiber*> fiber_cache;         // owner only (fiber_pool::cache)
+  std::vector<deque_record*> deque_cache[priority_levels];  // owner only, per level (deque_pool::cache)
 
   alignas(cache_line) owned_counter steals;
   owned_counter suspensions;
