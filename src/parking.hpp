@@ -15,7 +15,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "weft/detail/chase_lev_deque.hpp"  // full_fence
+#include "weft/detail/arch.hpp"  // full_fence
 
 namespace weft::detail {
 

@@ -2,9 +2,8 @@
 // victim, then a random stealable deque of that victim: ProWS), park. All at
 // the worker's current priority level; the APS master moves workers between
 // levels (src/aps_master.cpp).
-#include <immintrin.h>
-
 #include "io/io_backend.hpp"
+#include "weft/detail/arch.hpp"
 #include "overflow_guard.hpp"
 #include "scheduler.hpp"
 
@@ -274,7 +273,7 @@ work_item* scheduler::find_work(worker* w) {
       if (round % 8 == 7) {
         std::this_thread::yield();  // oversubscribed: let the working threads run
       } else {
-        for (int i = 0; i < 32; ++i) _mm_pause();
+        for (int i = 0; i < 32; ++i) cpu_relax();
       }
     }
     // APS: our level ran dry; let the master move us without waiting out the

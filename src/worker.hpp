@@ -99,7 +99,7 @@ struct worker : worker_view {
   std::vector<fiber*> fiber_cache;         // owner only
   std::vector<deque_record*> deque_cache[priority_levels];  // owner only, per level
 
-  alignas(cache_line) owned_counter steals;
+  alignas(cache_line_size) owned_counter steals;
   owned_counter suspensions;
   owned_counter parks;
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "weft/detail/arch.hpp"
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/work_item.hpp"
@@ -66,7 +67,7 @@ struct worker_view {
   unsigned index = 0;
   // Async tasks started / finished on this worker; the runtime's destructor
   // waits until the sums match (src/scheduler.cpp, outstanding_tasks).
-  alignas(cache_line) owned_counter tasks_started;
+  alignas(cache_line_size) owned_counter tasks_started;
   owned_counter tasks_finished;
 };
 
