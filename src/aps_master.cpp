@@ -42,8 +42,14 @@ void scheduler::note_level_spawn(unsigned level) noexcept {
 }
 
 void scheduler::switch_level(worker* w) {
-  w->level_switch_pending.store(false, std::memory_order_relaxed);
-  // acquire: pairs with the master's release store.
+  // acquire, and an exchange rather than a store: the read-modify-write reads
+  // the latest `true` the master stored before our clear and synchronises
+  // with its release, so the load below sees that move (a `true` stored
+  // after our clear stays set for the next check). A relaxed store could
+  // wipe out a `true` whose level we then fail to read.
+  w->level_switch_pending.exchange(false, std::memory_order_acquire);
+  // acquire: pairs with the master's release store of the level (the flag
+  // already orders it; kept for a level stored after the flag was read).
   unsigned target = w->assigned_level.load(std::memory_order_acquire);
   if (target == w->level) return;
   end_span(w);
@@ -89,6 +95,8 @@ void scheduler::aps_master_loop() {
       return aps_stop_ || aps_early_.load(std::memory_order_relaxed);
     });
     if (aps_stop_) return;
+    // relaxed: a hint; a request made between the wait and this store is
+    // served by this quantum, which starts now.
     aps_early_.store(false, std::memory_order_relaxed);
     lock.unlock();
 
@@ -111,6 +119,7 @@ void scheduler::aps_master_loop() {
       std::uint64_t sp = w->span.load(std::memory_order_acquire);
       if (credited_span[i] && credited_span[i] != sp) {
         // The span we credited ended; its full length is in busy_ns now.
+        static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
         busy[credited_span[i] & 7] -= static_cast<double>(credited_ns[i]);
         credited_span[i] = 0;
         credited_ns[i] = 0;
@@ -118,6 +127,7 @@ void scheduler::aps_master_loop() {
       if (sp) {
         std::uint64_t start = sp >> 4;
         std::uint64_t so_far = now > start ? now - start : 0;
+        static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
         busy[sp & 7] += static_cast<double>(so_far - credited_ns[i]);
         running_at[sp & 7] = true;
         credited_span[i] = sp;
@@ -132,6 +142,7 @@ void scheduler::aps_master_loop() {
     // seen neither running nor ready: read the spans once more.
     for (unsigned i = 0; i < P; ++i) {
       std::uint64_t sp = workers_[i]->span.load(std::memory_order_acquire);
+      static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
       if (sp) running_at[sp & 7] = true;
     }
     for (unsigned l = 0; l < priority_levels; ++l) {
@@ -148,6 +159,7 @@ void scheduler::aps_master_loop() {
     }
     idle_quanta = anything ? 0 : idle_quanta + 1;
     allot = aps::allocate(desire, has_work, P, default_priority_level);
+    // relaxed: hints for note_level_spawn/note_level_ready (scheduler.hpp).
     for (unsigned l = 0; l < priority_levels; ++l)
       aps_allotted_[l].store(allot[l], std::memory_order_relaxed);
 
@@ -168,6 +180,7 @@ void scheduler::aps_master_loop() {
       worker* w = workers_[i].get();
       // acquire: pairs with begin_span's release store.
       std::uint64_t sp = w->span.load(std::memory_order_acquire);
+      static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
       if (sp) cands.push_back({w, true, static_cast<unsigned>(sp & 7), sp >> 4});
       else cands.push_back({w, false, w->assigned_level.load(std::memory_order_relaxed), 0});
     }
@@ -210,11 +223,17 @@ void scheduler::aps_master_loop() {
     for (std::size_t k = 0; k < P; ++k) {
       worker* w = cands[k].w;
       auto t = static_cast<unsigned>(target[k]);
+      // relaxed: only this thread (the master) writes assigned_level.
       unsigned prev = w->assigned_level.load(std::memory_order_relaxed);
       if (t == prev) continue;
-      // release: the worker reads the new level with acquire after the flag.
+      // release (both): the flag is stored after the level, so a worker whose
+      // acquire exchange of the flag (switch_level, adopt_assigned_level)
+      // reads this `true` also reads this level or a later one. Relaxed, the
+      // flag could be seen (and cleared) before the level: on a weakly
+      // ordered CPU the worker would keep its old level and, the flag gone,
+      // never look again — a level move lost for good.
       w->assigned_level.store(t, std::memory_order_release);
-      w->level_switch_pending.store(true, std::memory_order_relaxed);
+      w->level_switch_pending.store(true, std::memory_order_release);
       changed = true;
     }
     // Parked workers do not see flags: wake them if they were moved, or if a
@@ -223,6 +242,8 @@ void scheduler::aps_master_loop() {
     for (unsigned l = 0; l < priority_levels && !starving; ++l) {
       if (!has_work[l]) continue;
       bool awake = false;
+      // relaxed: assigned_level is ours; parked is a hint (a worker parking
+      // just now re-scans for work after announcing itself, parking.hpp).
       for (auto& w : workers_) {
         if (w->assigned_level.load(std::memory_order_relaxed) == l &&
             !w->parked.load(std::memory_order_relaxed))

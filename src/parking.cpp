@@ -46,6 +46,7 @@ void parking_lot::wake_all() noexcept {
 }
 
 void parking_lot::cancel() noexcept {
+  // relaxed: only a first guess for the CAS loop below, which orders.
   int n = sleepers_.load(std::memory_order_relaxed);
   for (;;) {
     if (n == 0) {

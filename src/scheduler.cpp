@@ -99,6 +99,7 @@ scheduler::scheduler(const options& resolved)
       w->level_active[l].store(shared ? shared : acquire_deque(w.get(), l), std::memory_order_relaxed);
     w->level = default_priority_level;
     w->tracks_levels = aps_enabled();
+    // relaxed: see above; active is owner-only anyway.
     w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
                     std::memory_order_relaxed);
     // The worker's first fiber, taken here so that a failure to map its
@@ -257,6 +258,7 @@ runtime::statistics scheduler::stats() const noexcept {
     s.parks += static_cast<std::size_t>(w->parks.read());
   }
   s.fibers_created = stacks_.stacks_in_use();
+  // relaxed: a statistic.
   s.unobserved_exceptions = unobserved_exceptions_.load(std::memory_order_relaxed);
   s.blocking_threads = blocking_.threads();
   return s;
@@ -294,6 +296,8 @@ fiber* scheduler::acquire_fiber(worker* w) {
 }
 
 void scheduler::recycle_fiber(worker* w, fiber* f) noexcept {
+  WEFT_ASSERT(f->owner == this && !f->is_native() && f != w->running,
+              "recycle_fiber: a pooled fiber of this runtime that no one runs");
   constexpr std::size_t cache_cap = 16;
   if (w->fiber_cache.size() < cache_cap) {
     w->fiber_cache.push_back(f);
@@ -325,6 +329,7 @@ deque_record* scheduler::acquire_deque(worker* w, unsigned level) {
 }
 
 void scheduler::recycle_deque(worker* w, deque_record* d) noexcept {
+  WEFT_ASSERT(d->looks_empty(), "recycle_deque: only an empty deque is recycled");
   constexpr std::size_t cache_cap = 16;
   auto& cache = w->deque_cache[d->level];
   if (cache.size() < cache_cap) {
@@ -340,6 +345,16 @@ void scheduler::recycle_deque(worker* w, deque_record* d) noexcept {
 
 void scheduler::switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept {
   fiber* from = w->running;
+  // Switch ownership: only the thread running w switches it (running and
+  // pending are owner-only), from the fiber it runs now, to a fiber nobody
+  // else runs: w's own native context, or a pooled fiber of this runtime
+  // whose parked deque (if any) its resumer has already adopted.
+  WEFT_ASSERT(w == this_worker(), "switch_to: only the worker's own thread switches it");
+  WEFT_ASSERT(to != from, "switch_to: a fiber never switches to itself");
+  WEFT_ASSERT(!w->pending.fn, "switch_to: the previous post-switch action has run");
+  WEFT_ASSERT(to->is_native() ? to == &w->native : to->owner == this,
+              "switch_to: the target is this worker's native context or a fiber of this runtime");
+  WEFT_ASSERT(!to->deque, "switch_to: the target's parked deque was adopted before the switch");
   w->pending = act;
   w->running = to;
   ctx::transfer_t t = fiber_switch(from, to, from_dies);
@@ -350,6 +365,7 @@ void scheduler::after_switch(ctx::transfer_t t) noexcept {
   auto* prev = static_cast<fiber*>(t.data);
   prev->context = t.fctx;  // before any action publishes prev
   worker* w = this_worker();
+  WEFT_ASSERT(w->running != prev, "after_switch: the worker runs the fiber switched to");
   fiber_switch_finished(w->running, prev);
   post_switch_action act = w->pending;
   w->pending = {};
@@ -388,8 +404,12 @@ void scheduler::ensure_stealable(deque_record* d, int preferred) noexcept {
 
 // Requires d->membership held and d->set_owner >= 0.
 void scheduler::remove_from_set(deque_record* d) noexcept {
+  WEFT_ASSERT(d->set_owner >= 0 && static_cast<std::size_t>(d->set_owner) < workers_.size(),
+              "remove_from_set: the deque is in a set");
   stealable_set& set = workers_[static_cast<unsigned>(d->set_owner)]->inactive[d->level];
   set.lock.lock();
+  WEFT_ASSERT(d->set_pos < set.deques.size() && set.deques[d->set_pos] == d,
+              "remove_from_set: set_pos is the deque's entry in its owner's set");
   deque_record* last = set.deques.back();
   set.deques[d->set_pos] = last;
   last->set_pos = d->set_pos;
@@ -416,6 +436,7 @@ void scheduler::retire_if_empty(deque_record* d) noexcept {
 }
 
 void scheduler::set_level_deque(worker* w, unsigned level, deque_record* d) noexcept {
+  WEFT_ASSERT(d->level == level, "a deque serves only the level it was made for");
   // release: a thief that loads the new deque sees it initialised.
   if (aps_enabled()) {
     w->level_active[level].store(d, std::memory_order_release);
@@ -439,10 +460,13 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept;
 
 void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   fiber* self = w->running;
+  WEFT_ASSERT(self != &w->native, "tasks run on pooled fibers, never on the thread's own context");
+  WEFT_ASSERT(new_level < static_cast<int>(priority_levels), "suspend: a valid new level");
   w->suspensions.add();
   const unsigned level = w->level;
   self->home = w->index;
   self->level = level;
+  // relaxed: active is owner-only (worker_view::active).
   auto* d = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
   fiber* next = acquire_fiber(w);
   // The task's deque goes with its fiber only under ProWS and only if it
@@ -453,9 +477,10 @@ void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   self->deque = park ? d : nullptr;
   if (park) set_level_deque(w, level, acquire_deque(w, level));
   if (new_level >= 0) w->level = static_cast<unsigned>(new_level);
-  // release: a thief that loads the (new) active deque sees it initialised.
+  // relaxed (both): active is read only by this worker's own thread; thieves
+  // load level_active, which set_level_deque stored with release.
   w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
-                  std::memory_order_release);
+                  std::memory_order_relaxed);
   // A task that blocks (not one that changes level) lets its worker run its
   // newest item next — usually the child it waits for: depth-first, as
   // Cilk's child-first order would have run it already.
@@ -487,6 +512,8 @@ void scheduler::make_resumable(fiber* f, resume_kind kind) noexcept {
   // Read before publishing f: once queued, it may run (and be recycled) on
   // another worker at once.
   const unsigned level = f->level;
+  WEFT_ASSERT(f->owner == this && !f->is_native(), "make_resumable: a suspended fiber of this runtime");
+  WEFT_ASSERT(level < priority_levels && f->home < workers_.size(), "make_resumable: a valid queue");
   // ProWS: the resumer's queue (locality: it often just produced what the
   // task waited for, and is about to look for work); from other threads, the
   // worker the task blocked on. ParWS: always the latter (paper 002).
@@ -573,6 +600,7 @@ work_item* scheduler::take_ready(worker* w, ready_queue& q, ready_take which) {
     for (fiber* g = q.head; g; g = g->ready_link) batch->fibers.push_back(g);
     q.size -= batch->fibers.size() - 1;
     q.head = q.tail = nullptr;
+    // release: as in make_resumable.
     q.size_hint.store(q.size, std::memory_order_release);
     q.lock.unlock();
     return batch;
@@ -586,6 +614,9 @@ work_item* scheduler::take_ready(worker* w, ready_queue& q, ready_take which) {
 void scheduler::resume_ready(work_item* item) noexcept {
   fiber* f = fiber::from_resume_item(item);
   worker* w = this_worker();
+  // Workers take only their own level's ready queues (a thief steals at its
+  // level too), so a resumed task continues at the level it blocked at.
+  WEFT_ASSERT(f->level == w->level, "resume_ready: the fiber resumes at the level it blocked at");
   w->sched->adopt_deque_of(w, f);
   w->sched->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
   __builtin_unreachable();  // this fiber's frames are abandoned and recycled
@@ -603,12 +634,18 @@ void scheduler::adopt_deque_of(worker* w, fiber* f) noexcept {
   // stealable set, like a blocked task's parked deque, never recycled.
   leave_set(d);
   // Ready queues are per level and workers take only their own level's.
+  WEFT_ASSERT(d->level == w->level, "adopt_deque_of: the adopted deque is of the worker's level");
   auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
+  WEFT_ASSERT(old != d, "adopt_deque_of: a parked deque is never also a worker's active deque");
   set_level_deque(w, d->level, d);
-  // release: see suspend().
-  w->active.store(d, std::memory_order_release);
+  // relaxed: see suspend() (owner-only; d reached thieves through its set and
+  // now through level_active, stored with release above).
+  w->active.store(d, std::memory_order_relaxed);
   if (old->looks_empty()) recycle_deque(w, old);
   else ensure_stealable(old, static_cast<int>(w->index));
+  WEFT_ASSERT(w->active.load(std::memory_order_relaxed) ==
+                  w->level_active[w->level].load(std::memory_order_relaxed),
+              "active == level_active[level] (worker_view)");
 }
 
 // --- resumed fibers as a parallel loop (ParWS thieves) -----------------------------
@@ -617,6 +654,7 @@ void scheduler::run_resume_batch(work_item* item) noexcept {
   auto* batch = static_cast<resume_batch*>(item);
   worker* w = this_worker();
   scheduler* s = w->sched;
+  // relaxed: active is owner-only (worker_view::active).
   chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
   while (batch->fibers.size() > 1) {
     auto* half = new resume_batch();
@@ -650,11 +688,14 @@ void scheduler::inject(work_item* item, int level) {
 }
 
 work_item* scheduler::take_injected(unsigned level) {
+  // relaxed: a hint; the mutex orders the queue itself (a miss is caught by
+  // the next round or the parking re-scan).
   if (injected_hint_[level].load(std::memory_order_relaxed) == 0) return nullptr;
   std::lock_guard lock(inject_mutex_);
   if (injected_[level].empty()) return nullptr;
   work_item* item = injected_[level].front();
   injected_[level].pop_front();
+  // relaxed: as in inject().
   injected_hint_[level].store(injected_[level].size(), std::memory_order_relaxed);
   return item;
 }

@@ -137,15 +137,20 @@ bool scheduler::has_visible_work(unsigned level) const noexcept {
 void scheduler::adopt_assigned_level(worker* w) noexcept {
   // relaxed: the flag is a hint; the assignment is read below.
   if (!w->level_switch_pending.load(std::memory_order_relaxed)) return;
-  w->level_switch_pending.store(false, std::memory_order_relaxed);
+  // acquire exchange, not a relaxed store: see switch_level (aps_master.cpp);
+  // a clear must not wipe out a move whose level it does not read.
+  w->level_switch_pending.exchange(false, std::memory_order_acquire);
   // acquire: pairs with the master's release store.
   unsigned target = w->assigned_level.load(std::memory_order_acquire);
   if (target == w->level) return;
   end_span(w);
+  WEFT_ASSERT(target < priority_levels, "the master assigns a valid level");
   w->level = target;
-  // release: thieves may look at our active deque of the new level.
+  // relaxed (both): active is read only by this worker's own thread
+  // (worker_view::active); thieves read level_active, published with release
+  // by set_level_deque.
   w->active.store(w->level_active[target].load(std::memory_order_relaxed),
-                  std::memory_order_release);
+                  std::memory_order_relaxed);
 }
 
 // --- worker-polled I/O (netpoll backend) -----------------------------------------
@@ -185,6 +190,8 @@ void scheduler::poll_io_if_due(worker* w) noexcept {
 }
 
 void scheduler::park_worker(worker* w) {
+  // acquire: pairs with stop_workers' store; relaxed flag: a hint (a move
+  // made while we park also wakes us: the master wakes moved workers).
   auto has_work = [this, w] {
     return stopping_.load(std::memory_order_acquire) ||
            w->level_switch_pending.load(std::memory_order_relaxed) || has_visible_work(w->level);
@@ -238,6 +245,7 @@ work_item* scheduler::find_work(worker* w) {
       adopt_assigned_level(w);
       const unsigned level = w->level;
       work_item* found = parsimonious_ ? take_ready(w, w->ready[level], ready_take::newest) : nullptr;
+      // relaxed: active is owner-only (worker_view::active).
       if (!found) found = w->active.load(std::memory_order_relaxed)->pop();
       if (!found && !parsimonious_) found = take_ready(w, w->ready[level], ready_take::newest);
       // Work from outside the runtime before older wake-ups and yields: a
@@ -299,17 +307,24 @@ std::uint64_t scheduler::now_ns() const noexcept {
 void scheduler::begin_span(worker* w) noexcept {
   // relaxed: set once by note_level_spawn; a late view only delays accounting.
   if (!aps_running_.load(std::memory_order_relaxed)) return;
+  // The level fills bits 0-2 (bit 3 keeps a level-0 span non-zero).
+  static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
+  WEFT_ASSERT(w->level < priority_levels, "a worker's level is a valid level");
   // release: pairs with the master's acquire load.
   w->span.store((now_ns() << 4) | w->level | 1ull << 3, std::memory_order_release);
 }
 
 void scheduler::end_span(worker* w) noexcept {
+  // relaxed: only this worker writes its span.
   std::uint64_t sp = w->span.load(std::memory_order_relaxed);
   if (!sp) return;
   std::uint64_t start = sp >> 4;
+  static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
   unsigned level = static_cast<unsigned>(sp & 7);
   std::uint64_t now = now_ns();
   w->busy_ns[level].add(static_cast<std::int64_t>(now > start ? now - start : 0));
+  // release: pairs with the master's acquire load; a master that sees the
+  // span closed sees its busy_ns credit (added just above).
   w->span.store(0, std::memory_order_release);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fiber.hpp"
+#include "weft/detail/assert.hpp"
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
@@ -86,8 +87,9 @@ struct worker : worker_view {
   unsigned ready_turns = 0;
 
   // --- APS (src/aps_master.cpp) ---
-  // The level the master wants this worker at (written by the master,
-  // relaxed; level_switch_pending tells the worker to look).
+  // The level the master wants this worker at. Only the master writes it
+  // (release, before level_switch_pending's release store); the worker reads
+  // it with acquire after clearing the flag with an acquire exchange.
   std::atomic<unsigned> assigned_level{default_priority_level};
   // Working time per level, credited when a working span ends (owner writes).
   owned_counter busy_ns[priority_levels];

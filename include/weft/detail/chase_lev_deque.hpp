@@ -37,6 +37,7 @@ class chase_lev_deque {
   explicit chase_lev_deque(std::size_t log2_capacity = 5)
       : array_(new ring(log2_capacity)) {}
   ~chase_lev_deque() {
+    // relaxed: no other thread uses a deque being destroyed.
     delete array_.load(std::memory_order_relaxed);
     for (ring* r : retired_) delete r;
   }
