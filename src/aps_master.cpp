@@ -22,7 +22,7 @@ void scheduler::start_aps_master() {
   if (!aps_enabled()) return;
   // acquire: pairs with the release store below (the thread exists).
   if (aps_running_.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(aps_mutex_);
+  lock_guard lock(aps_mutex_);
   if (aps_thread_.joinable() || aps_stop_) return;
   // Started before the flag is set: if it cannot be, the flag stays false,
   // the caller queues nothing, and the next spawn of a prioritised task tries
@@ -86,14 +86,17 @@ void scheduler::aps_master_loop() {
   std::uint64_t quantum_start = now_ns();
   unsigned idle_quanta = 0;
 
-  std::unique_lock lock(aps_mutex_);
+  unique_lock lock(aps_mutex_);
   for (;;) {
     // Sleep one quantum (longer when nothing has happened for a while, so an
     // idle runtime is not woken 2,000 times a second).
     auto nap = idle_quanta > 20 ? std::chrono::microseconds(10000) : opts_.aps_quantum;
-    aps_cv_.wait_for(lock, nap, [this] {
-      return aps_stop_ || aps_early_.load(std::memory_order_relaxed);
-    });
+    // As aps_cv_.wait_for with a predicate: until stopped, asked for an
+    // early quantum, or the nap is over. relaxed: aps_early_ is a hint.
+    const auto wake_at = std::chrono::steady_clock::now() + nap;
+    while (!aps_stop_ && !aps_early_.load(std::memory_order_relaxed) &&
+           lock.wait_until(aps_cv_, wake_at) != std::cv_status::timeout) {
+    }
     if (aps_stop_) return;
     // relaxed: a hint; a request made between the wait and this store is
     // served by this quantum, which starts now.

@@ -48,8 +48,8 @@ void set_this_worker(worker* w) noexcept { tls_worker = w; }
 namespace {
 // Heap-allocated and never freed: usable from any thread at any time, even
 // during static destruction.
-std::mutex& registry_mutex() {
-  static auto* m = new std::mutex;
+mutex& registry_mutex() {
+  static auto* m = new mutex;
   return *m;
 }
 std::unordered_map<std::uint64_t, scheduler*>& registry() {  // guarded by registry_mutex()
@@ -72,7 +72,7 @@ std::uint64_t current_runtime_id() noexcept {
 // task ran, on any thread, perhaps after its runtime is gone: counted only if
 // that runtime is still alive (the registry says so, under its lock).
 void note_unobserved_exception(std::uint64_t runtime_id) noexcept {
-  std::lock_guard lock(registry_mutex());
+  lock_guard lock(registry_mutex());
   auto it = registry().find(runtime_id);
   if (it != registry().end()) it->second->count_unobserved_exception();
 }
@@ -108,7 +108,7 @@ scheduler::scheduler(const options& resolved)
     workers_.push_back(std::move(w));
   }
   {
-    std::lock_guard lock(registry_mutex());
+    lock_guard lock(registry_mutex());
     registry().emplace(id_, this);  // before any thread: may throw std::bad_alloc
   }
   try {
@@ -122,7 +122,7 @@ scheduler::scheduler(const options& resolved)
     // constructor).
     stop_workers();
     free_pools();
-    std::lock_guard lock(registry_mutex());
+    lock_guard lock(registry_mutex());
     registry().erase(id_);
     throw;
   }
@@ -143,7 +143,7 @@ std::int64_t scheduler::outstanding_tasks() const noexcept {
 io_backend* scheduler::io() {
   // acquire: pairs with the release store below; the backend is constructed.
   if (io_backend* b = io_ptr_.load(std::memory_order_acquire)) return b;
-  std::lock_guard lock(io_mutex_);
+  lock_guard lock(io_mutex_);
   if (!io_) {
     switch (opts_.io) {
       case weft::io_backend::blocking:
@@ -199,20 +199,22 @@ scheduler::~scheduler() {
   // No task is left. Operations still pending belong to futures held outside
   // the runtime: they complete with operation_canceled.
   end_grace();
+  std::thread master;
   {
-    std::lock_guard lock(aps_mutex_);
+    lock_guard lock(aps_mutex_);
     aps_stop_ = true;
+    master = std::move(aps_thread_);  // joined outside the lock the master takes
   }
   aps_cv_.notify_all();
-  if (aps_thread_.joinable()) aps_thread_.join();
+  if (master.joinable()) master.join();
   stop_workers();
   {
     // After the workers: they poll the backend (netpoll) until they stop.
-    std::lock_guard lock(io_mutex_);
+    lock_guard lock(io_mutex_);
     io_.reset();  // joins the I/O threads; every operation has completed
   }
   free_pools();
-  std::lock_guard lock(registry_mutex());
+  lock_guard lock(registry_mutex());
   registry().erase(id_);
 }
 
@@ -220,7 +222,7 @@ void scheduler::end_grace_period() noexcept {
   // Pending I/O completes with operation_canceled; later operations fail the
   // same way at once.
   {
-    std::lock_guard lock(io_mutex_);
+    lock_guard lock(io_mutex_);
     io_shutdown_ = true;
     if (io_) io_->begin_shutdown();
   }
@@ -239,7 +241,7 @@ void scheduler::stop_workers() noexcept {
 }
 
 void scheduler::free_pools() noexcept {
-  std::lock_guard lock(pool_mutex_);
+  lock_guard lock(pool_mutex_);
   for (fiber* f : all_fibers_) {
     fiber_sanitizer_destroy(f);
     stacks_.release(f->stack);
@@ -272,7 +274,7 @@ fiber* scheduler::acquire_fiber(worker* w) {
     f = w->fiber_cache.back();
     w->fiber_cache.pop_back();
   } else {
-    std::lock_guard lock(pool_mutex_);
+    lock_guard lock(pool_mutex_);
     if (free_fibers_) {
       f = free_fibers_;
       free_fibers_ = f->next_free;
@@ -288,7 +290,7 @@ fiber* scheduler::acquire_fiber(worker* w) {
       throw;
     }
     fiber_sanitizer_create(f);
-    std::lock_guard lock(pool_mutex_);
+    lock_guard lock(pool_mutex_);
     all_fibers_.push_back(f);
   }
   fiber_reset(f, &scheduler::fiber_main);
@@ -303,7 +305,7 @@ void scheduler::recycle_fiber(worker* w, fiber* f) noexcept {
     w->fiber_cache.push_back(f);
     return;
   }
-  std::lock_guard lock(pool_mutex_);
+  lock_guard lock(pool_mutex_);
   f->next_free = free_fibers_;
   free_fibers_ = f;
 }
@@ -317,7 +319,7 @@ deque_record* scheduler::acquire_deque(worker* w, unsigned level) {
     cache.pop_back();
     return d;
   }
-  std::lock_guard lock(pool_mutex_);
+  lock_guard lock(pool_mutex_);
   if (deque_record* d = free_deques_[level]) {
     free_deques_[level] = d->next_free;
     return d;
@@ -336,7 +338,7 @@ void scheduler::recycle_deque(worker* w, deque_record* d) noexcept {
     cache.push_back(d);
     return;
   }
-  std::lock_guard lock(pool_mutex_);
+  lock_guard lock(pool_mutex_);
   d->next_free = free_deques_[d->level];
   free_deques_[d->level] = d;
 }
@@ -675,7 +677,7 @@ void scheduler::inject(work_item* item, int level) {
   unsigned l = level < 0 || !aps_enabled() ? default_priority_level : static_cast<unsigned>(level);
   if (l != default_priority_level) start_aps_master();  // before queuing (may throw)
   {
-    std::lock_guard lock(inject_mutex_);
+    lock_guard lock(inject_mutex_);
     injected_[l].push_back(item);
     // relaxed: a hint; the mutex orders the queue itself.
     injected_hint_[l].store(injected_[l].size(), std::memory_order_relaxed);
@@ -691,7 +693,7 @@ work_item* scheduler::take_injected(unsigned level) {
   // relaxed: a hint; the mutex orders the queue itself (a miss is caught by
   // the next round or the parking re-scan).
   if (injected_hint_[level].load(std::memory_order_relaxed) == 0) return nullptr;
-  std::lock_guard lock(inject_mutex_);
+  lock_guard lock(inject_mutex_);
   if (injected_[level].empty()) return nullptr;
   work_item* item = injected_[level].front();
   injected_[level].pop_front();

@@ -15,6 +15,8 @@
 #include "stack_pool.hpp"
 #include "timer_service.hpp"
 #include "worker.hpp"
+#include "weft/detail/mutex.hpp"
+#include "weft/detail/thread_annotations.hpp"
 #include "weft/runtime.hpp"
 
 namespace weft::detail {
@@ -42,7 +44,7 @@ class scheduler {
   runtime::statistics stats() const noexcept;
 
   // --- work submission -----------------------------------------------------
-  void inject(work_item* item, int level);
+  void inject(work_item* item, int level) WEFT_EXCLUDES(inject_mutex_);
   void wake_one() noexcept { parking_.wake_one(); }
   void count_external_start() noexcept {
     // release: pairs with the drain's acquire read.
@@ -84,7 +86,7 @@ class scheduler {
   void switch_level(worker* w);
   // Starts the APS master thread if priorities are adaptive and it does not
   // run yet; throws std::system_error if it cannot (see prepare_level).
-  void start_aps_master();
+  void start_aps_master() WEFT_EXCLUDES(aps_mutex_);
   // A task of `level` was queued: ask for an early quantum if that level has
   // no worker (a hint).
   void note_level_spawn(unsigned level) noexcept;
@@ -111,7 +113,7 @@ class scheduler {
   timer_service& timers() noexcept { return timers_; }
   blocking_pool& blocking() noexcept { return blocking_; }  // spawn_blocking's threads
   // The I/O backend, created on first use (thread-safe).
-  io_backend* io();
+  io_backend* io() WEFT_EXCLUDES(io_mutex_);
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
   // `preferred` >= 0 names the worker; -1 picks one at random.
@@ -129,7 +131,7 @@ class scheduler {
   work_item* find_work(worker* w);
   bool try_steal(worker* thief, work_item*& out);
   bool steal_from_set(worker* thief, worker* victim, work_item*& out);
-  work_item* take_injected(unsigned level);
+  work_item* take_injected(unsigned level) WEFT_EXCLUDES(inject_mutex_);
   // Worker-polled I/O (netpoll backend; docs/io.md §The poller). A
   // non-blocking poll unless a worker is blocked in the poll already or
   // another polls now; returns how many operations it completed (their
@@ -151,14 +153,14 @@ class scheduler {
   void begin_span(worker* w) noexcept;            // APS accounting
   void end_span(worker* w) noexcept;
   std::uint64_t now_ns() const noexcept;
-  void aps_master_loop();
+  void aps_master_loop() WEFT_EXCLUDES(aps_mutex_);
   friend struct aps_master_access;
   bool has_visible_work(unsigned level) const noexcept;
   [[noreturn]] void exit_worker(worker* w) noexcept;
   // Shutdown: ends the grace period (I/O cancelled, timers expired).
-  void end_grace_period() noexcept;
+  void end_grace_period() noexcept WEFT_EXCLUDES(io_mutex_);
   void stop_workers() noexcept;  // stops and joins every started worker thread
-  void free_pools() noexcept;    // frees every fiber and deque
+  void free_pools() noexcept WEFT_EXCLUDES(pool_mutex_);  // frees every fiber and deque
 
   void switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept;
   static void after_switch(ctx::transfer_t t) noexcept;
@@ -168,7 +170,7 @@ class scheduler {
   void recycle_deque(worker* w, deque_record* d) noexcept;
   void leave_set(deque_record* d) noexcept;
   void set_level_deque(worker* w, unsigned level, deque_record* d) noexcept;
-  void remove_from_set(deque_record* d) noexcept;
+  void remove_from_set(deque_record* d) noexcept WEFT_REQUIRES(d->membership);
   void retire_if_empty(deque_record* d) noexcept;
   std::int64_t outstanding_tasks() const noexcept;
 
@@ -182,15 +184,15 @@ class scheduler {
   std::vector<std::unique_ptr<worker>> workers_;
 
   // Work from threads that are not workers of this runtime, per level.
-  mutable std::mutex inject_mutex_;
-  std::deque<work_item*> injected_[priority_levels];            // guarded by inject_mutex_
+  mutable mutex inject_mutex_;
+  std::deque<work_item*> injected_[priority_levels] WEFT_GUARDED_BY(inject_mutex_);
   std::atomic<std::size_t> injected_hint_[priority_levels] = {};  // written under the mutex; hints
 
   // APS master (started on the first spawn at a non-default level).
-  std::mutex aps_mutex_;
+  mutex aps_mutex_;
   std::condition_variable aps_cv_;
-  std::thread aps_thread_;             // guarded by aps_mutex_ until started
-  bool aps_stop_ = false;              // guarded by aps_mutex_
+  std::thread aps_thread_ WEFT_GUARDED_BY(aps_mutex_);
+  bool aps_stop_ WEFT_GUARDED_BY(aps_mutex_) = false;
   std::atomic<bool> aps_running_{false};
   // Workers allotted to each level in the current quantum (master writes,
   // relaxed; read as a hint to request an early quantum).
@@ -205,15 +207,16 @@ class scheduler {
 
   // Pools of fibers and deques shared by the workers (each worker also keeps a
   // small private cache). Both are type-stable: freed only in ~scheduler.
-  std::mutex pool_mutex_;
-  fiber* free_fibers_ = nullptr;             // guarded by pool_mutex_
-  deque_record* free_deques_[priority_levels] = {};  // guarded by pool_mutex_
-  std::vector<fiber*> all_fibers_;           // guarded by pool_mutex_
-  std::vector<deque_record*> all_deques_;    // guarded by pool_mutex_
+  mutex pool_mutex_;
+  fiber* free_fibers_ WEFT_GUARDED_BY(pool_mutex_) = nullptr;
+  deque_record* free_deques_[priority_levels] WEFT_GUARDED_BY(pool_mutex_) = {};
+  std::vector<fiber*> all_fibers_ WEFT_GUARDED_BY(pool_mutex_);
+  std::vector<deque_record*> all_deques_ WEFT_GUARDED_BY(pool_mutex_);
 
-  std::mutex io_mutex_;
-  std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published
-  bool io_shutdown_ = false;                 // guarded by io_mutex_
+  mutex io_mutex_;
+  // Written under io_mutex_; read without it only through io_ptr_ (below).
+  std::unique_ptr<io_backend> io_ WEFT_GUARDED_BY(io_mutex_);
+  bool io_shutdown_ WEFT_GUARDED_BY(io_mutex_) = false;
   std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
   // A worker is in (or entering) the backend's blocking poll: the poller
   // slot. Non-blocking polls are skipped meanwhile (the kernel wakes the

@@ -11,9 +11,23 @@
 #include "weft/detail/assert.hpp"
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
+#include "weft/detail/thread_annotations.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 
 namespace weft::detail {
+
+// spin_lock as a capability for the thread-safety analysis: the core's sets
+// and ready queues are annotated with it. (spin_lock itself stays plain: the
+// synchronisation variables' headers hand theirs to detail::park as lambdas,
+// which the analysis cannot follow.) Same object, same cost.
+class WEFT_CAPABILITY("spin_lock") checked_spin_lock {
+ public:
+  void lock() noexcept WEFT_ACQUIRE() { l_.lock(); }
+  void unlock() noexcept WEFT_RELEASE() { l_.unlock(); }
+
+ private:
+  spin_lock l_;
+};
 
 // A deque as the scheduler sees it: the Chase-Lev core plus its membership in
 // a worker's set of stealable inactive deques.
@@ -21,18 +35,22 @@ struct deque_record : chase_lev_deque {
   // Orders the decisions "put into a set" (donation, resumption) and "take out
   // of its set" (found empty by a thief, adopted by a mugger), so a deque that
   // holds work is never left in no set (docs/design.md §Deques).
-  spin_lock membership;
+  checked_spin_lock membership;
   unsigned level = default_priority_level;  // fixed while the deque is in use
-  int set_owner = -1;       // guarded by membership: worker whose set holds it, or -1
-  std::size_t set_pos = 0;  // guarded by the set_owner's inactive.lock
+  // The worker whose set holds it, or -1.
+  int set_owner WEFT_GUARDED_BY(membership) = -1;
+  // Its index in that set. Guarded by the set_owner's inactive[level].lock: a
+  // lock of another object, chosen by set_owner, which the analysis cannot
+  // name; remove_from_set and ensure_stealable write it under that lock.
+  std::size_t set_pos = 0;
   deque_record* next_free = nullptr;  // deque pool link
 };
 
 // The inactive deques donated to one worker. Thieves pick a random worker,
 // then a random entry here (or the worker's active deque).
 struct stealable_set {
-  spin_lock lock;
-  std::vector<deque_record*> deques;  // guarded by lock
+  checked_spin_lock lock;
+  std::vector<deque_record*> deques WEFT_GUARDED_BY(lock);
   // Number of entries; written under lock (release), read without it as a hint
   // (acquire) by thieves and by parking workers.
   std::atomic<std::size_t> size_hint{0};
@@ -48,14 +66,14 @@ struct stealable_set {
 // `next`. Under ProWS a fiber goes to the resumer's queue (locality), under
 // ParWS to its home worker's (paper 002).
 struct ready_queue {
-  spin_lock lock;
-  fiber* next = nullptr;   // guarded by lock
-  fiber* head = nullptr;   // guarded by lock: FIFO through fiber::ready_link
-  fiber* tail = nullptr;   // guarded by lock
+  checked_spin_lock lock;
+  fiber* next WEFT_GUARDED_BY(lock) = nullptr;
+  fiber* head WEFT_GUARDED_BY(lock) = nullptr;  // FIFO through fiber::ready_link
+  fiber* tail WEFT_GUARDED_BY(lock) = nullptr;
   // Fibers queued (next included); written under lock (release), read as a
   // hint (acquire) by the owner, thieves, parkers and the APS master.
   std::atomic<std::size_t> size_hint{0};
-  std::size_t size = 0;    // guarded by lock
+  std::size_t size WEFT_GUARDED_BY(lock) = 0;
 };
 
 // Work performed right after a switch, on the fiber switched to, by the same
