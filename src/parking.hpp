@@ -54,8 +54,6 @@ class parking_lot {
   // Wakes every parked worker (shutdown).
   void wake_all() noexcept;
 
-  bool has_heavy_fence() const noexcept { return heavy_fence_; }
-
  private:
   void heavy_fence() noexcept;
   void give_token() noexcept;

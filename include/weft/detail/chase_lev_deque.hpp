@@ -103,22 +103,6 @@ class chase_lev_deque {
     return pop() == expected;
   }
 
-  // Owner only: the item a pop() would return, without removing it (nullptr
-  // when empty). A thief can take it only if it is the last item; pop() then
-  // reports the loss by returning nullptr.
-  work_item* peek_bottom() const {
-    std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    std::int64_t t = top_.load(std::memory_order_relaxed);
-    if (b <= t) return nullptr;
-    return array_.load(std::memory_order_relaxed)->get(b - 1);
-  }
-
-  // Owner only: the bottom index. Items pushed after reading it have indices
-  // >= it; task_group uses this to recognise its own children at sync.
-  std::int64_t bottom_index() const {
-    return bottom_.load(std::memory_order_relaxed);
-  }
-
   enum class steal_result { success, empty, lost_race };
 
   // Any thread.
