@@ -23,7 +23,7 @@ void aps_master::request_early_quantum() noexcept {
 void aps_master::start() {
   // acquire: pairs with the release store below (the thread exists).
   if (running_.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   if (thread_.joinable() || stop_) return;
   // Started before the flag is set: if it cannot be, the flag stays false,
   // the caller queues nothing, and the next spawn of a prioritised task tries
@@ -34,12 +34,14 @@ void aps_master::start() {
 }
 
 void aps_master::stop() noexcept {
+  std::thread master;
   {
-    std::lock_guard lock(mutex_);
+    lock_guard lock(mutex_);
     stop_ = true;
+    master = std::move(thread_);  // joined outside the lock the master takes
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (master.joinable()) master.join();
 }
 
 void aps_master::loop() {
@@ -54,15 +56,20 @@ void aps_master::loop() {
   quantum_start_ = sched_.now_ns();
   idle_quanta_ = 0;
 
-  std::unique_lock lock(mutex_);
+  unique_lock lock(mutex_);
   for (;;) {
     // Sleep one quantum (longer when nothing has happened for a while, so an
     // idle runtime is not woken 2,000 times a second).
     auto nap = idle_quanta_ > 20 ? std::chrono::microseconds(10000) : sched_.config().aps_quantum;
-    cv_.wait_for(lock, nap, [this] {
-      return stop_ || early_.load(std::memory_order_relaxed);
-    });
+    // As cv_.wait_for with a predicate: until stopped, asked for an
+    // early quantum, or the nap is over. relaxed: early_ is a hint.
+    const auto wake_at = std::chrono::steady_clock::now() + nap;
+    while (!stop_ && !early_.load(std::memory_order_relaxed) &&
+           lock.wait_until(cv_, wake_at) != std::cv_status::timeout) {
+    }
     if (stop_) return;
+    // relaxed: a hint; a request made between the wait and this store is
+    // served by this quantum, which starts now.
     early_.store(false, std::memory_order_relaxed);
     lock.unlock();
 
@@ -96,6 +103,7 @@ void aps_master::measure(quantum& q, std::uint64_t now) {
     std::uint64_t sp = w->span.load(std::memory_order_acquire);
     if (credited_span_[i] && credited_span_[i] != sp) {
       // The span we credited ended; its full length is in busy_ns now.
+      static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
       q.busy[credited_span_[i] & 7] -= static_cast<double>(credited_ns_[i]);
       credited_span_[i] = 0;
       credited_ns_[i] = 0;
@@ -103,6 +111,7 @@ void aps_master::measure(quantum& q, std::uint64_t now) {
     if (sp) {
       std::uint64_t start = sp >> 4;
       std::uint64_t so_far = now > start ? now - start : 0;
+      static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
       q.busy[sp & 7] += static_cast<double>(so_far - credited_ns_[i]);
       q.running_at[sp & 7] = true;
       credited_span_[i] = sp;
@@ -124,6 +133,7 @@ void aps_master::compute_desires(quantum& q) {
   // seen neither running nor ready: read the spans once more.
   for (unsigned i = 0; i < P; ++i) {
     std::uint64_t sp = sched_.workers_[i]->span.load(std::memory_order_acquire);
+    static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
     if (sp) q.running_at[sp & 7] = true;
   }
   for (unsigned l = 0; l < priority_levels; ++l) {
@@ -144,6 +154,7 @@ void aps_master::compute_desires(quantum& q) {
 // Workers per level, top-down (paper 001 §5), published as hints.
 void aps_master::allocate(const quantum& q) {
   allot_ = aps::allocate(desire_, q.has_work, sched_.worker_count(), default_priority_level);
+  // relaxed: hints for note_level_spawn/note_level_ready (scheduler.hpp).
   for (unsigned l = 0; l < priority_levels; ++l)
     allotted_[l].store(allot_[l], std::memory_order_relaxed);
 }
@@ -168,6 +179,7 @@ bool aps_master::assign() {
     worker* w = sched_.workers_[i].get();
     // acquire: pairs with begin_span's release store.
     std::uint64_t sp = w->span.load(std::memory_order_acquire);
+    static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
     if (sp) cands.push_back({w, true, static_cast<unsigned>(sp & 7), sp >> 4});
     else cands.push_back({w, false, w->assigned_level.load(std::memory_order_relaxed), 0});
   }
@@ -210,11 +222,17 @@ bool aps_master::assign() {
   for (std::size_t k = 0; k < P; ++k) {
     worker* w = cands[k].w;
     auto t = static_cast<unsigned>(target[k]);
+    // relaxed: only this thread (the master) writes assigned_level.
     unsigned prev = w->assigned_level.load(std::memory_order_relaxed);
     if (t == prev) continue;
-    // release: the worker reads the new level with acquire after the flag.
+    // release (both): the flag is stored after the level, so a worker whose
+    // acquire exchange of the flag (switch_level, adopt_assigned_level)
+    // reads this `true` also reads this level or a later one. Relaxed, the
+    // flag could be seen (and cleared) before the level: on a weakly
+    // ordered CPU the worker would keep its old level and, the flag gone,
+    // never look again — a level move lost for good.
     w->assigned_level.store(t, std::memory_order_release);
-    w->level_switch_pending.store(true, std::memory_order_relaxed);
+    w->level_switch_pending.store(true, std::memory_order_release);
     changed = true;
   }
   return changed;
@@ -227,6 +245,8 @@ void aps_master::wake(const quantum& q, bool changed) noexcept {
   for (unsigned l = 0; l < priority_levels && !starving; ++l) {
     if (!q.has_work[l]) continue;
     bool awake = false;
+    // relaxed: assigned_level is ours; parked is a hint (a worker parking
+    // just now re-scans for work after announcing itself, parking.hpp).
     for (auto& w : sched_.workers_) {
       if (w->assigned_level.load(std::memory_order_relaxed) == l &&
           !w->parked.load(std::memory_order_relaxed))

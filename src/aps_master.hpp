@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "weft/detail/mutex.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
+#include "weft/detail/thread_annotations.hpp"
 
 namespace weft::detail {
 
@@ -28,9 +30,9 @@ class aps_master {
 
   // Starts the master thread if it does not run yet (and stop() was not
   // called); throws std::system_error if it cannot.
-  void start();
+  void start() WEFT_EXCLUDES(mutex_);
   // Stops and joins the master thread (if it runs); it does not start again.
-  void stop() noexcept;
+  void stop() noexcept WEFT_EXCLUDES(mutex_);
   // relaxed: set once by start; a late view only delays accounting or one
   // early quantum.
   bool running() const noexcept { return running_.load(std::memory_order_relaxed); }
@@ -54,7 +56,7 @@ class aps_master {
     std::vector<bool> has_work;          // ready or running work at the level
     bool anything = false;               // some level has work
   };
-  void loop();  // the thread's body
+  void loop() WEFT_EXCLUDES(mutex_);  // the thread's body
   // The quantum's steps, in order. Master thread only.
   void measure(quantum& q, std::uint64_t now);
   void compute_desires(quantum& q);
@@ -63,10 +65,10 @@ class aps_master {
   void wake(const quantum& q, bool changed) noexcept;
 
   scheduler& sched_;
-  std::mutex mutex_;
+  mutex mutex_;
   std::condition_variable cv_;
-  std::thread thread_;   // guarded by mutex_ until started
-  bool stop_ = false;    // guarded by mutex_
+  std::thread thread_ WEFT_GUARDED_BY(mutex_);
+  bool stop_ WEFT_GUARDED_BY(mutex_) = false;
   std::atomic<bool> running_{false};
   // Workers allotted to each level in the current quantum (master writes,
   // relaxed; read as a hint to request an early quantum).

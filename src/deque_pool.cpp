@@ -1,5 +1,7 @@
 #include "deque_pool.hpp"
 
+#include "weft/detail/assert.hpp"
+
 namespace weft::detail {
 
 // Deques are pooled per level and never change level, so a thief holding a
@@ -11,7 +13,7 @@ deque_record* deque_pool::acquire(cache& c, unsigned level) {
     mine.pop_back();
     return d;
   }
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   if (deque_record* d = free_[level]) {
     free_[level] = d->next_free;
     return d;
@@ -23,18 +25,19 @@ deque_record* deque_pool::acquire(cache& c, unsigned level) {
 }
 
 void deque_pool::recycle(cache& c, deque_record* d) noexcept {
+  WEFT_ASSERT(d->looks_empty(), "recycle_deque: only an empty deque is recycled");
   auto& mine = c[d->level];
   if (mine.size() < cache_cap) {
     mine.push_back(d);
     return;
   }
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   d->next_free = free_[d->level];
   free_[d->level] = d;
 }
 
 void deque_pool::free_all() noexcept {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   for (deque_record* d : all_) delete d;
   all_.clear();
 }

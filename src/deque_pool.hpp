@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "stealable_set.hpp"
+#include "weft/detail/mutex.hpp"
+#include "weft/detail/thread_annotations.hpp"
 
 namespace weft::detail {
 
@@ -22,17 +24,17 @@ class deque_pool {
   deque_pool& operator=(const deque_pool&) = delete;
 
   // An empty deque of `level`: from `c`, else the shared free list, else new.
-  deque_record* acquire(cache& c, unsigned level);
+  deque_record* acquire(cache& c, unsigned level) WEFT_EXCLUDES(mutex_);
   // Back to `c`, or to the shared free list if `c` is full.
-  void recycle(cache& c, deque_record* d) noexcept;
+  void recycle(cache& c, deque_record* d) noexcept WEFT_EXCLUDES(mutex_);
   // Frees every deque ever created (no worker may run).
-  void free_all() noexcept;
+  void free_all() noexcept WEFT_EXCLUDES(mutex_);
 
  private:
   static constexpr std::size_t cache_cap = 16;
-  std::mutex mutex_;
-  deque_record* free_[priority_levels] = {};  // guarded by mutex_
-  std::vector<deque_record*> all_;            // guarded by mutex_
+  mutex mutex_;
+  deque_record* free_[priority_levels] WEFT_GUARDED_BY(mutex_) = {};
+  std::vector<deque_record*> all_ WEFT_GUARDED_BY(mutex_);
 };
 
 }  // namespace weft::detail

@@ -2,25 +2,12 @@
 
 #include <cstddef>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define WEFT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WEFT_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define WEFT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WEFT_TSAN 1
-#endif
-#endif
+#include "weft/detail/arch.hpp"
 
-#ifdef WEFT_ASAN
+#if WEFT_HAS_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
-#ifdef WEFT_TSAN
+#if WEFT_HAS_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -53,12 +40,12 @@ void fiber_reset(fiber* f, void (*entry)(ctx::transfer_t)) noexcept {
   f->deque = nullptr;
   f->eh_caught = nullptr;
   f->eh_uncaught = 0;
-#ifdef WEFT_ASAN
+#if WEFT_HAS_ASAN
   // A recycled fiber restarts over the frames it abandoned; their redzones
   // are still poisoned in ASan's shadow memory.
   ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<void*>(f->stack.lo), f->stack.usable());
 #endif
-#ifdef WEFT_TSAN
+#if WEFT_HAS_TSAN
   // A recycled fiber restarts from its entry; TSan would otherwise keep the
   // abandoned frames on its shadow stack, which then grows with every reuse
   // until TSan's stack depot check fails (found by the benchmarks).
@@ -75,14 +62,14 @@ ctx::transfer_t fiber_switch(fiber* from, fiber* to, bool from_dies) noexcept {
   eh_globals* g = thread_eh();
   from->eh_caught = g->caught_exceptions;
   from->eh_uncaught = g->uncaught_exceptions;
-#ifdef WEFT_ASAN
+#if WEFT_HAS_ASAN
   const void* bottom = to->is_native() ? to->asan_bottom : reinterpret_cast<const void*>(to->stack.lo);
   std::size_t size = to->is_native() ? to->asan_size : to->stack.usable();
   __sanitizer_start_switch_fiber(from_dies ? nullptr : &from->asan_fake_stack, bottom, size);
 #else
   (void)from_dies;
 #endif
-#ifdef WEFT_TSAN
+#if WEFT_HAS_TSAN
   __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
   tls_running_stack = to->is_native() ? nullptr : &to->stack;
@@ -93,7 +80,7 @@ void fiber_switch_finished(fiber* self, fiber* from) noexcept {
   eh_globals* g = thread_eh();
   g->caught_exceptions = self->eh_caught;
   g->uncaught_exceptions = self->eh_uncaught;
-#ifdef WEFT_ASAN
+#if WEFT_HAS_ASAN
   const void* old_bottom = nullptr;
   std::size_t old_size = 0;
   __sanitizer_finish_switch_fiber(self->asan_fake_stack, &old_bottom, &old_size);
@@ -108,7 +95,7 @@ void fiber_switch_finished(fiber* self, fiber* from) noexcept {
 }
 
 void fiber_sanitizer_create(fiber* f) noexcept {
-#ifdef WEFT_TSAN
+#if WEFT_HAS_TSAN
   f->tsan_fiber = __tsan_create_fiber(0);
 #else
   (void)f;
@@ -116,7 +103,7 @@ void fiber_sanitizer_create(fiber* f) noexcept {
 }
 
 void fiber_sanitizer_destroy(fiber* f) noexcept {
-#ifdef WEFT_TSAN
+#if WEFT_HAS_TSAN
   if (f->tsan_fiber && !f->is_native()) __tsan_destroy_fiber(f->tsan_fiber);
 #else
   (void)f;
@@ -124,7 +111,7 @@ void fiber_sanitizer_destroy(fiber* f) noexcept {
 }
 
 void fiber_sanitizer_adopt_native(fiber* f) noexcept {
-#ifdef WEFT_TSAN
+#if WEFT_HAS_TSAN
   f->tsan_fiber = __tsan_get_current_fiber();
 #else
   (void)f;

@@ -8,7 +8,7 @@ fiber* fiber_pool::acquire(cache& c) {
     f = c.back();
     c.pop_back();
   } else {
-    std::lock_guard lock(mutex_);
+    lock_guard lock(mutex_);
     if (free_) {
       f = free_;
       free_ = f->next_free;
@@ -24,7 +24,7 @@ fiber* fiber_pool::acquire(cache& c) {
       throw;
     }
     fiber_sanitizer_create(f);
-    std::lock_guard lock(mutex_);
+    lock_guard lock(mutex_);
     all_.push_back(f);
   }
   fiber_reset(f, entry_);
@@ -36,13 +36,13 @@ void fiber_pool::recycle(cache& c, fiber* f) noexcept {
     c.push_back(f);
     return;
   }
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   f->next_free = free_;
   free_ = f;
 }
 
 void fiber_pool::free_all() noexcept {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   for (fiber* f : all_) {
     fiber_sanitizer_destroy(f);
     stacks_.release(f->stack);

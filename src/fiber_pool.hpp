@@ -9,6 +9,8 @@
 
 #include "fiber.hpp"
 #include "stack_pool.hpp"
+#include "weft/detail/mutex.hpp"
+#include "weft/detail/thread_annotations.hpp"
 
 namespace weft::detail {
 
@@ -27,11 +29,11 @@ class fiber_pool {
 
   // A fiber ready to start at `entry`: from `c`, else the shared free list,
   // else a new one (throws if its stack cannot be mapped).
-  fiber* acquire(cache& c);
+  fiber* acquire(cache& c) WEFT_EXCLUDES(mutex_);
   // Back to `c`, or to the shared free list if `c` is full.
-  void recycle(cache& c, fiber* f) noexcept;
+  void recycle(cache& c, fiber* f) noexcept WEFT_EXCLUDES(mutex_);
   // Frees every fiber ever created (no fiber may be running).
-  void free_all() noexcept;
+  void free_all() noexcept WEFT_EXCLUDES(mutex_);
 
  private:
   static constexpr std::size_t cache_cap = 16;
@@ -39,9 +41,9 @@ class fiber_pool {
   scheduler* const owner_;
   const work_item::execute_fn resume_;
   void (*const entry_)(ctx::transfer_t);
-  std::mutex mutex_;
-  fiber* free_ = nullptr;     // guarded by mutex_
-  std::vector<fiber*> all_;   // guarded by mutex_
+  mutex mutex_;
+  fiber* free_ WEFT_GUARDED_BY(mutex_) = nullptr;
+  std::vector<fiber*> all_ WEFT_GUARDED_BY(mutex_);
 };
 
 }  // namespace weft::detail

@@ -36,8 +36,6 @@ void enter_own_thread() noexcept {
   tls_own_thread = true;
 }
 
-bool on_own_thread() noexcept { return tls_own_thread; }
-
 void throw_thread_error(const char* what, const std::system_error& e) {
   throw std::system_error(e.code(), std::string("weft: cannot start ") + what +
                                         " (is a thread limit reached? RLIMIT_NPROC, a "

@@ -25,8 +25,6 @@ namespace weft::detail {
 
 // Blocks SIGPIPE in the calling thread and marks it as one of weft's own.
 void enter_own_thread() noexcept;
-// True on a thread started by start_thread().
-bool on_own_thread() noexcept;
 
 // Throws std::system_error(e.code(), "weft: cannot start <what>: ...").
 [[noreturn]] void throw_thread_error(const char* what, const std::system_error& e);

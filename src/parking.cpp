@@ -46,6 +46,7 @@ void parking_lot::wake_all() noexcept {
 }
 
 void parking_lot::cancel() noexcept {
+  // relaxed: only a first guess for the CAS loop below, which orders.
   int n = sleepers_.load(std::memory_order_relaxed);
   for (;;) {
     if (n == 0) {
@@ -63,7 +64,7 @@ void parking_lot::cancel() noexcept {
 void parking_lot::give_token() noexcept {
   bool interrupt;
   {
-    std::lock_guard lock(mutex_);
+    lock_guard lock(mutex_);
     ++tokens_;
     // The poller must be interrupted only if no thread waiting on cv_ will
     // take this token (the claimed sleeper may be the poller itself).
@@ -74,17 +75,21 @@ void parking_lot::give_token() noexcept {
 }
 
 void parking_lot::take_token() noexcept {
-  std::unique_lock lock(mutex_);
+  unique_lock lock(mutex_);
   ++cv_waiters_;
-  cv_.wait(lock, [&] { return tokens_ > 0; });
+  while (tokens_ == 0) lock.wait(cv_);
   --cv_waiters_;
   --tokens_;
 }
 
 bool parking_lot::take_token_for_ms(int ms) noexcept {
-  std::unique_lock lock(mutex_);
+  unique_lock lock(mutex_);
   ++cv_waiters_;
-  bool got = cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return tokens_ > 0; });
+  // As cv_.wait_for with a predicate: until a token or the deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (tokens_ == 0 && lock.wait_until(cv_, deadline) != std::cv_status::timeout) {
+  }
+  const bool got = tokens_ > 0;
   --cv_waiters_;
   if (!got) return false;
   --tokens_;
@@ -92,7 +97,7 @@ bool parking_lot::take_token_for_ms(int ms) noexcept {
 }
 
 bool parking_lot::begin_poll_wait() noexcept {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   // A token given before we got here that no cv_ waiter will take (for
   // example: a waker claimed us between announce and now) is ours: taking
   // it accounts for our claimed sleeper slot.
@@ -105,7 +110,7 @@ bool parking_lot::begin_poll_wait() noexcept {
 }
 
 void parking_lot::end_poll_wait() noexcept {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   poller_waiting_ = false;
 }
 

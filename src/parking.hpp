@@ -15,7 +15,9 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "weft/detail/chase_lev_deque.hpp"  // full_fence
+#include "weft/detail/arch.hpp"  // full_fence
+#include "weft/detail/mutex.hpp"
+#include "weft/detail/thread_annotations.hpp"
 
 namespace weft::detail {
 
@@ -52,8 +54,6 @@ class parking_lot {
   // Wakes every parked worker (shutdown).
   void wake_all() noexcept;
 
-  bool has_heavy_fence() const noexcept { return heavy_fence_; }
-
  private:
   void heavy_fence() noexcept;
   void give_token() noexcept;
@@ -68,13 +68,13 @@ class parking_lot {
   // Parked workers not yet claimed by a waker. Invariant: tokens_ + sleepers_
   // == number of workers inside park() (between announce and return).
   std::atomic<int> sleepers_{0};
-  std::mutex mutex_;
+  mutex mutex_;
   std::condition_variable cv_;
-  int tokens_ = 0;  // guarded by mutex_: wake-ups given but not yet taken
-  // Threads waiting on cv_ for a token (guarded by mutex_). While it is at
-  // least tokens_, every token has a taker and the poller is left alone.
-  int cv_waiters_ = 0;
-  bool poller_waiting_ = false;  // guarded by mutex_: inside park_polling's poll
+  int tokens_ WEFT_GUARDED_BY(mutex_) = 0;  // wake-ups given but not yet taken
+  // Threads waiting on cv_ for a token. While it is at least tokens_, every
+  // token has a taker and the poller is left alone.
+  int cv_waiters_ WEFT_GUARDED_BY(mutex_) = 0;
+  bool poller_waiting_ WEFT_GUARDED_BY(mutex_) = false;  // inside park_polling's poll
   void (*interrupt_fn_)(void*) noexcept = nullptr;  // immutable once workers run
   void* interrupt_arg_ = nullptr;
   bool heavy_fence_ = false;

@@ -19,8 +19,8 @@ namespace weft::detail {
 namespace {
 // Heap-allocated and never freed: usable from any thread at any time, even
 // during static destruction.
-std::mutex& registry_mutex() {
-  static auto* m = new std::mutex;
+mutex& registry_mutex() {
+  static auto* m = new mutex;
   return *m;
 }
 std::unordered_map<std::uint64_t, scheduler*>& registry() {  // guarded by registry_mutex()
@@ -43,7 +43,7 @@ std::uint64_t current_runtime_id() noexcept {
 // task ran, on any thread, perhaps after its runtime is gone: counted only if
 // that runtime is still alive (the registry says so, under its lock).
 void note_unobserved_exception(std::uint64_t runtime_id) noexcept {
-  std::lock_guard lock(registry_mutex());
+  lock_guard lock(registry_mutex());
   auto it = registry().find(runtime_id);
   if (it != registry().end()) it->second->count_unobserved_exception();
 }
@@ -70,6 +70,7 @@ scheduler::scheduler(const options& resolved)
       w->level_active[l].store(shared ? shared : acquire_deque(w.get(), l), std::memory_order_relaxed);
     w->level = default_priority_level;
     w->tracks_levels = aps_enabled();
+    // relaxed: see above; active is owner-only anyway.
     w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
                     std::memory_order_relaxed);
     // The worker's first fiber, taken here so that a failure to map its
@@ -78,7 +79,7 @@ scheduler::scheduler(const options& resolved)
     workers_.push_back(std::move(w));
   }
   {
-    std::lock_guard lock(registry_mutex());
+    lock_guard lock(registry_mutex());
     registry().emplace(id_, this);  // before any thread: may throw std::bad_alloc
   }
   try {
@@ -92,7 +93,7 @@ scheduler::scheduler(const options& resolved)
     // constructor).
     stop_workers();
     free_pools();
-    std::lock_guard lock(registry_mutex());
+    lock_guard lock(registry_mutex());
     registry().erase(id_);
     throw;
   }
@@ -113,7 +114,7 @@ std::int64_t scheduler::outstanding_tasks() const noexcept {
 io_backend* scheduler::io() {
   // acquire: pairs with the release store below; the backend is constructed.
   if (io_backend* b = io_ptr_.load(std::memory_order_acquire)) return b;
-  std::lock_guard lock(io_mutex_);
+  lock_guard lock(io_mutex_);
   if (!io_) {
     switch (opts_.io) {
       case weft::io_backend::blocking:
@@ -173,11 +174,11 @@ scheduler::~scheduler() {
   stop_workers();
   {
     // After the workers: they poll the backend (netpoll) until they stop.
-    std::lock_guard lock(io_mutex_);
+    lock_guard lock(io_mutex_);
     io_.reset();  // joins the I/O threads; every operation has completed
   }
   free_pools();
-  std::lock_guard lock(registry_mutex());
+  lock_guard lock(registry_mutex());
   registry().erase(id_);
 }
 
@@ -185,7 +186,7 @@ void scheduler::end_grace_period() noexcept {
   // Pending I/O completes with operation_canceled; later operations fail the
   // same way at once.
   {
-    std::lock_guard lock(io_mutex_);
+    lock_guard lock(io_mutex_);
     io_shutdown_ = true;
     if (io_) io_->begin_shutdown();
   }
@@ -216,6 +217,7 @@ runtime::statistics scheduler::stats() const noexcept {
     s.parks += static_cast<std::size_t>(w->parks.read());
   }
   s.fibers_created = stacks_.stacks_in_use();
+  // relaxed: a statistic.
   s.unobserved_exceptions = unobserved_exceptions_.load(std::memory_order_relaxed);
   s.blocking_threads = blocking_.threads();
   return s;
@@ -227,7 +229,7 @@ void scheduler::inject(work_item* item, int level) {
   unsigned l = level < 0 || !aps_enabled() ? default_priority_level : static_cast<unsigned>(level);
   if (l != default_priority_level) start_aps_master();  // before queuing (may throw)
   {
-    std::lock_guard lock(inject_mutex_);
+    lock_guard lock(inject_mutex_);
     injected_[l].push_back(item);
     // relaxed: a hint; the mutex orders the queue itself.
     injected_hint_[l].store(injected_[l].size(), std::memory_order_relaxed);
@@ -240,11 +242,14 @@ void scheduler::inject(work_item* item, int level) {
 }
 
 work_item* scheduler::take_injected(unsigned level) {
+  // relaxed: a hint; the mutex orders the queue itself (a miss is caught by
+  // the next round or the parking re-scan).
   if (injected_hint_[level].load(std::memory_order_relaxed) == 0) return nullptr;
-  std::lock_guard lock(inject_mutex_);
+  lock_guard lock(inject_mutex_);
   if (injected_[level].empty()) return nullptr;
   work_item* item = injected_[level].front();
   injected_[level].pop_front();
+  // relaxed: as in inject().
   injected_hint_[level].store(injected_[level].size(), std::memory_order_relaxed);
   return item;
 }

@@ -26,6 +26,8 @@
 #include "steal_policy.hpp"
 #include "timer_service.hpp"
 #include "worker.hpp"
+#include "weft/detail/mutex.hpp"
+#include "weft/detail/thread_annotations.hpp"
 #include "weft/runtime.hpp"
 
 namespace weft::detail {
@@ -53,7 +55,7 @@ class scheduler {
   runtime::statistics stats() const noexcept;
 
   // --- work submission -----------------------------------------------------
-  void inject(work_item* item, int level);
+  void inject(work_item* item, int level) WEFT_EXCLUDES(inject_mutex_);
   void wake_one() noexcept { parking_.wake_one(); }
   void count_external_start() noexcept {
     // release: pairs with the drain's acquire read.
@@ -117,7 +119,7 @@ class scheduler {
   timer_service& timers() noexcept { return timers_; }
   blocking_pool& blocking() noexcept { return blocking_; }  // spawn_blocking's threads
   // The I/O backend, created on first use (thread-safe).
-  io_backend* io();
+  io_backend* io() WEFT_EXCLUDES(io_mutex_);
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
   // `preferred` >= 0 names the worker; -1 picks one at random.
@@ -131,6 +133,8 @@ class scheduler {
   static void resume_ready(work_item* item) noexcept;      // a fiber's resume_item
   static void run_resume_batch(work_item* item) noexcept;  // parsimonious policy
   void recycle_fiber(worker* w, fiber* f) noexcept {  // owner thread of w
+    WEFT_ASSERT(f->owner == this && !f->is_native() && f != w->running,
+                "recycle_fiber: a pooled fiber of this runtime that no one runs");
     fibers_.recycle(w->fiber_cache, f);
   }
 
@@ -148,7 +152,7 @@ class scheduler {
   work_item* find_work(worker* w);
   template <class Policy>
   bool try_steal(worker* thief, work_item*& out);
-  work_item* take_injected(unsigned level);
+  work_item* take_injected(unsigned level) WEFT_EXCLUDES(inject_mutex_);
   // Worker-polled I/O (netpoll backend; docs/io.md §The poller). A
   // non-blocking poll unless a worker is blocked in the poll already or
   // another polls now; returns how many operations it completed (their
@@ -175,7 +179,7 @@ class scheduler {
   bool has_visible_work(unsigned level) const noexcept;
   [[noreturn]] void exit_worker(worker* w) noexcept;
   // Shutdown: ends the grace period (I/O cancelled, timers expired).
-  void end_grace_period() noexcept;
+  void end_grace_period() noexcept WEFT_EXCLUDES(io_mutex_);
   void stop_workers() noexcept;  // stops and joins every started worker thread
   void free_pools() noexcept;    // frees every fiber and deque
 
@@ -202,8 +206,8 @@ class scheduler {
   stealable_sets sets_{workers_};
 
   // Work from threads that are not workers of this runtime, per level.
-  mutable std::mutex inject_mutex_;
-  std::deque<work_item*> injected_[priority_levels];            // guarded by inject_mutex_
+  mutable mutex inject_mutex_;
+  std::deque<work_item*> injected_[priority_levels] WEFT_GUARDED_BY(inject_mutex_);
   std::atomic<std::size_t> injected_hint_[priority_levels] = {};  // written under the mutex; hints
 
   // APS master (started on the first spawn at a non-default level).
@@ -219,9 +223,10 @@ class scheduler {
   fiber_pool fibers_{stacks_, this, &scheduler::resume_ready, &scheduler::fiber_main};
   deque_pool deques_;
 
-  std::mutex io_mutex_;
-  std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published
-  bool io_shutdown_ = false;                 // guarded by io_mutex_
+  mutex io_mutex_;
+  // Written under io_mutex_; read without it only through io_ptr_ (below).
+  std::unique_ptr<io_backend> io_ WEFT_GUARDED_BY(io_mutex_);
+  bool io_shutdown_ WEFT_GUARDED_BY(io_mutex_) = false;
   std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
   // A worker is in (or entering) the backend's blocking poll: the poller
   // slot. Non-blocking polls are skipped meanwhile (the kernel wakes the

@@ -4,9 +4,8 @@
 // master moves workers between levels (src/aps_master.cpp). The order of the
 // first looks depends on the policy (steal_policy.hpp): find_work and
 // try_steal are templates on it.
-#include <immintrin.h>
-
 #include "io/io_backend.hpp"
+#include "weft/detail/arch.hpp"
 #include "overflow_guard.hpp"
 #include "scheduler.hpp"
 
@@ -148,6 +147,8 @@ void scheduler::poll_io_if_due(worker* w) noexcept {
 }
 
 void scheduler::park_worker(worker* w) {
+  // acquire: pairs with stop_workers' store; relaxed flag: a hint (a move
+  // made while we park also wakes us: the master wakes moved workers).
   auto has_work = [this, w] {
     return stopping_.load(std::memory_order_acquire) ||
            w->level_switch_pending.load(std::memory_order_relaxed) || has_visible_work(w->level);
@@ -211,6 +212,7 @@ work_item* scheduler::find_work(worker* w) {
       work_item* found = nullptr;
       if constexpr (Policy::resumes_before_own_deque)
         found = take_ready<Policy>(w, w->ready[level], ready_take::newest);
+      // relaxed: active is owner-only (worker_view::active).
       if (!found) found = w->active.load(std::memory_order_relaxed)->pop();
       if constexpr (!Policy::resumes_before_own_deque) {
         if (!found) found = take_ready<Policy>(w, w->ready[level], ready_take::newest);
@@ -248,7 +250,7 @@ work_item* scheduler::find_work(worker* w) {
       if (round % 8 == 7) {
         std::this_thread::yield();  // oversubscribed: let the working threads run
       } else {
-        for (int i = 0; i < 32; ++i) _mm_pause();
+        for (int i = 0; i < 32; ++i) cpu_relax();
       }
     }
     // APS: our level ran dry; let the master move us without waiting out the

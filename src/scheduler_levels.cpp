@@ -22,8 +22,14 @@ void scheduler::note_level_spawn(unsigned level) noexcept {
 }
 
 void scheduler::switch_level(worker* w) {
-  w->level_switch_pending.store(false, std::memory_order_relaxed);
-  // acquire: pairs with the master's release store.
+  // acquire, and an exchange rather than a store: the read-modify-write reads
+  // the latest `true` the master stored before our clear and synchronises
+  // with its release, so the load below sees that move (a `true` stored
+  // after our clear stays set for the next check). A relaxed store could
+  // wipe out a `true` whose level we then fail to read.
+  w->level_switch_pending.exchange(false, std::memory_order_acquire);
+  // acquire: pairs with the master's release store of the level (the flag
+  // already orders it; kept for a level stored after the flag was read).
   unsigned target = w->assigned_level.load(std::memory_order_acquire);
   if (target == w->level) return;
   end_span(w);
@@ -49,15 +55,20 @@ void start_priority_master(scheduler* s) { s->start_aps_master(); }
 void scheduler::adopt_assigned_level(worker* w) noexcept {
   // relaxed: the flag is a hint; the assignment is read below.
   if (!w->level_switch_pending.load(std::memory_order_relaxed)) return;
-  w->level_switch_pending.store(false, std::memory_order_relaxed);
+  // acquire exchange, not a relaxed store: see switch_level (aps_master.cpp);
+  // a clear must not wipe out a move whose level it does not read.
+  w->level_switch_pending.exchange(false, std::memory_order_acquire);
   // acquire: pairs with the master's release store.
   unsigned target = w->assigned_level.load(std::memory_order_acquire);
   if (target == w->level) return;
   end_span(w);
+  WEFT_ASSERT(target < priority_levels, "the master assigns a valid level");
   w->level = target;
-  // release: thieves may look at our active deque of the new level.
+  // relaxed (both): active is read only by this worker's own thread
+  // (worker_view::active); thieves read level_active, published with release
+  // by set_level_deque.
   w->active.store(w->level_active[target].load(std::memory_order_relaxed),
-                  std::memory_order_release);
+                  std::memory_order_relaxed);
 }
 
 // --- APS utilisation accounting (only while the master runs) ------------------
@@ -71,17 +82,24 @@ std::uint64_t scheduler::now_ns() const noexcept {
 void scheduler::begin_span(worker* w) noexcept {
   // relaxed: set once by note_level_spawn; a late view only delays accounting.
   if (!aps_.running()) return;
+  // The level fills bits 0-2 (bit 3 keeps a level-0 span non-zero).
+  static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
+  WEFT_ASSERT(w->level < priority_levels, "a worker's level is a valid level");
   // release: pairs with the master's acquire load.
   w->span.store((now_ns() << 4) | w->level | 1ull << 3, std::memory_order_release);
 }
 
 void scheduler::end_span(worker* w) noexcept {
+  // relaxed: only this worker writes its span.
   std::uint64_t sp = w->span.load(std::memory_order_relaxed);
   if (!sp) return;
   std::uint64_t start = sp >> 4;
+  static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
   unsigned level = static_cast<unsigned>(sp & 7);
   std::uint64_t now = now_ns();
   w->busy_ns[level].add(static_cast<std::int64_t>(now > start ? now - start : 0));
+  // release: pairs with the master's acquire load; a master that sees the
+  // span closed sees its busy_ns credit (added just above).
   w->span.store(0, std::memory_order_release);
 }
 

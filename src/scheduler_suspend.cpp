@@ -17,6 +17,16 @@ void recycle_prev_fiber(worker* w, fiber* prev, void*) noexcept;
 
 void scheduler::switch_to(worker* w, fiber* to, post_switch_action act, bool from_dies) noexcept {
   fiber* from = w->running;
+  // Switch ownership: only the thread running w switches it (running and
+  // pending are owner-only), from the fiber it runs now, to a fiber nobody
+  // else runs: w's own native context, or a pooled fiber of this runtime
+  // whose parked deque (if any) its resumer has already adopted.
+  WEFT_ASSERT(w == this_worker(), "switch_to: only the worker's own thread switches it");
+  WEFT_ASSERT(to != from, "switch_to: a fiber never switches to itself");
+  WEFT_ASSERT(!w->pending.fn, "switch_to: the previous post-switch action has run");
+  WEFT_ASSERT(to->is_native() ? to == &w->native : to->owner == this,
+              "switch_to: the target is this worker's native context or a fiber of this runtime");
+  WEFT_ASSERT(!to->deque, "switch_to: the target's parked deque was adopted before the switch");
   w->pending = act;
   w->running = to;
   ctx::transfer_t t = fiber_switch(from, to, from_dies);
@@ -27,6 +37,7 @@ void scheduler::after_switch(ctx::transfer_t t) noexcept {
   auto* prev = static_cast<fiber*>(t.data);
   prev->context = t.fctx;  // before any action publishes prev
   worker* w = this_worker();
+  WEFT_ASSERT(w->running != prev, "after_switch: the worker runs the fiber switched to");
   fiber_switch_finished(w->running, prev);
   post_switch_action act = w->pending;
   w->pending = {};
@@ -45,6 +56,7 @@ void recycle_prev_fiber(worker* w, fiber* prev, void*) noexcept {
 }  // namespace
 
 void scheduler::set_level_deque(worker* w, unsigned level, deque_record* d) noexcept {
+  WEFT_ASSERT(d->level == level, "a deque serves only the level it was made for");
   // release: a thief that loads the new deque sees it initialised.
   if (aps_enabled()) {
     w->level_active[level].store(d, std::memory_order_release);
@@ -68,10 +80,13 @@ void post_suspend(worker* w, fiber* suspended, void* p) noexcept;
 
 void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   fiber* self = w->running;
+  WEFT_ASSERT(self != &w->native, "tasks run on pooled fibers, never on the thread's own context");
+  WEFT_ASSERT(new_level < static_cast<int>(priority_levels), "suspend: a valid new level");
   w->suspensions.add();
   const unsigned level = w->level;
   self->home = w->index;
   self->level = level;
+  // relaxed: active is owner-only (worker_view::active).
   auto* d = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
   fiber* next = acquire_fiber(w);
   // The task's deque goes with its fiber only under ProWS and only if it
@@ -83,9 +98,10 @@ void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   self->deque = park ? d : nullptr;
   if (park) set_level_deque(w, level, acquire_deque(w, level));
   if (new_level >= 0) w->level = static_cast<unsigned>(new_level);
-  // release: a thief that loads the (new) active deque sees it initialised.
+  // relaxed (both): active is read only by this worker's own thread; thieves
+  // load level_active, which set_level_deque stored with release.
   w->active.store(w->level_active[w->level].load(std::memory_order_relaxed),
-                  std::memory_order_release);
+                  std::memory_order_relaxed);
   // A task that blocks (not one that changes level) lets its worker run its
   // newest item next — usually the child it waits for: depth-first, as
   // Cilk's child-first order would have run it already.
@@ -117,6 +133,8 @@ void scheduler::make_resumable(fiber* f, resume_kind kind) noexcept {
   // Read before publishing f: once queued, it may run (and be recycled) on
   // another worker at once.
   const unsigned level = f->level;
+  WEFT_ASSERT(f->owner == this && !f->is_native(), "make_resumable: a suspended fiber of this runtime");
+  WEFT_ASSERT(level < priority_levels && f->home < workers_.size(), "make_resumable: a valid queue");
   // ProWS: the resumer's queue (locality: it often just produced what the
   // task waited for, and is about to look for work); from other threads, the
   // worker the task blocked on. ParWS: always the latter (paper 002).
@@ -207,6 +225,7 @@ work_item* scheduler::take_ready(worker* w, ready_queue& q, ready_take which) {
     for (fiber* g = q.head; g; g = g->ready_link) batch->fibers.push_back(g);
     q.size -= batch->fibers.size() - 1;
     q.head = q.tail = nullptr;
+    // release: as in make_resumable.
     q.size_hint.store(q.size, std::memory_order_release);
     q.lock.unlock();
     return batch;
@@ -223,6 +242,9 @@ template work_item* scheduler::take_ready<parws_policy>(worker*, ready_queue&, r
 void scheduler::resume_ready(work_item* item) noexcept {
   fiber* f = fiber::from_resume_item(item);
   worker* w = this_worker();
+  // Workers take only their own level's ready queues (a thief steals at its
+  // level too), so a resumed task continues at the level it blocked at.
+  WEFT_ASSERT(f->level == w->level, "resume_ready: the fiber resumes at the level it blocked at");
   w->sched->adopt_deque_of(w, f);
   w->sched->switch_to(w, f, {&recycle_prev_fiber, nullptr}, true);
   __builtin_unreachable();  // this fiber's frames are abandoned and recycled
@@ -240,12 +262,18 @@ void scheduler::adopt_deque_of(worker* w, fiber* f) noexcept {
   // stealable set, like a blocked task's parked deque, never recycled.
   sets_.leave_set(d);
   // Ready queues are per level and workers take only their own level's.
+  WEFT_ASSERT(d->level == w->level, "adopt_deque_of: the adopted deque is of the worker's level");
   auto* old = static_cast<deque_record*>(w->active.load(std::memory_order_relaxed));
+  WEFT_ASSERT(old != d, "adopt_deque_of: a parked deque is never also a worker's active deque");
   set_level_deque(w, d->level, d);
-  // release: see suspend().
-  w->active.store(d, std::memory_order_release);
+  // relaxed: see suspend() (owner-only; d reached thieves through its set and
+  // now through level_active, stored with release above).
+  w->active.store(d, std::memory_order_relaxed);
   if (old->looks_empty()) recycle_deque(w, old);
   else ensure_stealable(old, static_cast<int>(w->index));
+  WEFT_ASSERT(w->active.load(std::memory_order_relaxed) ==
+                  w->level_active[w->level].load(std::memory_order_relaxed),
+              "active == level_active[level] (worker_view)");
 }
 
 // --- resumed fibers as a parallel loop (ParWS thieves) -----------------------------
@@ -254,6 +282,7 @@ void scheduler::run_resume_batch(work_item* item) noexcept {
   auto* batch = static_cast<resume_batch*>(item);
   worker* w = this_worker();
   scheduler* s = w->sched;
+  // relaxed: active is owner-only (worker_view::active).
   chase_lev_deque* d = w->active.load(std::memory_order_relaxed);
   while (batch->fibers.size() > 1) {
     auto* half = new resume_batch();

@@ -43,7 +43,7 @@ stack_pool::~stack_pool() {
 }
 
 std::size_t stack_pool::stacks_in_use() const noexcept {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   return in_use_;
 }
 
@@ -74,7 +74,7 @@ void stack_pool::add_slab() {
 }
 
 stack_region stack_pool::acquire() {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   if (free_.empty()) add_slab();
   stack_region s = free_.back();
   free_.pop_back();
@@ -83,7 +83,7 @@ stack_region stack_pool::acquire() {
 }
 
 void stack_pool::release(const stack_region& s) noexcept {
-  std::lock_guard lock(mutex_);
+  lock_guard lock(mutex_);
   --in_use_;
   free_.push_back(s);
 }

@@ -4,6 +4,8 @@
 // kernels fall back to mprotect(PROT_NONE).
 #pragma once
 
+#include "weft/detail/mutex.hpp"
+#include "weft/detail/thread_annotations.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -34,13 +36,13 @@ class stack_pool {
   static constexpr std::size_t guard_bytes = 64 * 1024;
 
  private:
-  void add_slab();  // requires mutex_
+  void add_slab() WEFT_REQUIRES(mutex_);
   std::size_t usable_;
   std::size_t stride_;  // guard + usable
-  mutable std::mutex mutex_;
-  std::vector<stack_region> free_;                           // guarded by mutex_
-  std::vector<std::pair<void*, std::size_t>> slabs_;         // guarded by mutex_
-  std::size_t in_use_ = 0;  // guarded by mutex_
+  mutable mutex mutex_;
+  std::vector<stack_region> free_ WEFT_GUARDED_BY(mutex_);
+  std::vector<std::pair<void*, std::size_t>> slabs_ WEFT_GUARDED_BY(mutex_);
+  std::size_t in_use_ WEFT_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace weft::detail

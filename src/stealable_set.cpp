@@ -1,5 +1,6 @@
 #include "stealable_set.hpp"
 
+#include "weft/detail/assert.hpp"
 #include "worker.hpp"
 
 namespace weft::detail {
@@ -37,8 +38,12 @@ void stealable_sets::ensure_stealable(deque_record* d, int preferred) noexcept {
 
 // Requires d->membership held and d->set_owner >= 0.
 void stealable_sets::remove_from_set(deque_record* d) noexcept {
+  WEFT_ASSERT(d->set_owner >= 0 && static_cast<std::size_t>(d->set_owner) < workers_.size(),
+              "remove_from_set: the deque is in a set");
   stealable_set& set = workers_[static_cast<unsigned>(d->set_owner)]->inactive[d->level];
   set.lock.lock();
+  WEFT_ASSERT(d->set_pos < set.deques.size() && set.deques[d->set_pos] == d,
+              "remove_from_set: set_pos is the deque's entry in its owner's set");
   deque_record* last = set.deques.back();
   set.deques[d->set_pos] = last;
   last->set_pos = d->set_pos;

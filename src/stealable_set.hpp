@@ -14,10 +14,24 @@
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
+#include "weft/detail/thread_annotations.hpp"
 
 namespace weft::detail {
 
 struct worker;
+
+// spin_lock as a capability for the thread-safety analysis: the core's sets
+// and ready queues are annotated with it. (spin_lock itself stays plain: the
+// synchronisation variables' headers hand theirs to detail::park as lambdas,
+// which the analysis cannot follow.) Same object, same cost.
+class WEFT_CAPABILITY("spin_lock") checked_spin_lock {
+ public:
+  void lock() noexcept WEFT_ACQUIRE() { l_.lock(); }
+  void unlock() noexcept WEFT_RELEASE() { l_.unlock(); }
+
+ private:
+  spin_lock l_;
+};
 
 // A deque as the scheduler sees it: the Chase-Lev core plus its membership in
 // a worker's set of stealable inactive deques.
@@ -25,18 +39,22 @@ struct deque_record : chase_lev_deque {
   // Orders the decisions "put into a set" (donation, resumption) and "take out
   // of its set" (found empty by a thief, adopted by a mugger), so a deque that
   // holds work is never left in no set (docs/design.md §Deques).
-  spin_lock membership;
+  checked_spin_lock membership;
   unsigned level = default_priority_level;  // fixed while the deque is in use
-  int set_owner = -1;       // guarded by membership: worker whose set holds it, or -1
-  std::size_t set_pos = 0;  // guarded by the set_owner's inactive.lock
+  // The worker whose set holds it, or -1.
+  int set_owner WEFT_GUARDED_BY(membership) = -1;
+  // Its index in that set. Guarded by the set_owner's inactive[level].lock: a
+  // lock of another object, chosen by set_owner, which the analysis cannot
+  // name; remove_from_set and ensure_stealable write it under that lock.
+  std::size_t set_pos = 0;
   deque_record* next_free = nullptr;  // deque pool link
 };
 
 // The inactive deques donated to one worker. Thieves pick a random worker,
 // then a random entry here (or the worker's active deque).
 struct stealable_set {
-  spin_lock lock;
-  std::vector<deque_record*> deques;  // guarded by lock
+  checked_spin_lock lock;
+  std::vector<deque_record*> deques WEFT_GUARDED_BY(lock);
   // Number of entries; written under lock (release), read without it as a hint
   // (acquire) by thieves and by parking workers.
   std::atomic<std::size_t> size_hint{0};
@@ -61,7 +79,7 @@ class stealable_sets {
 
  private:
   // Requires d->membership held and d->set_owner >= 0.
-  void remove_from_set(deque_record* d) noexcept;
+  void remove_from_set(deque_record* d) noexcept WEFT_REQUIRES(d->membership);
 
   const std::vector<std::unique_ptr<worker>>& workers_;
 };

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "scheduler.hpp"
+#include "weft/detail/mutex.hpp"
 #include "weft/pause.hpp"
 #include "weft/this_task.hpp"
 
@@ -97,14 +98,14 @@ void commit_timed_pause(void* arg, fiber* self) noexcept {
 // ----- waiting threads ---------------------------------------------------------
 
 struct thread_waiter : waiter {
-  std::mutex mutex;
+  detail::mutex mutex;
   std::condition_variable cv;
-  bool woken = false;  // guarded by mutex
+  bool woken WEFT_GUARDED_BY(mutex) = false;
 };
 
 void wake_thread(waiter* w) noexcept {
   auto* tw = static_cast<thread_waiter*>(w);
-  std::lock_guard lock(tw->mutex);
+  lock_guard lock(tw->mutex);
   tw->woken = true;
   tw->cv.notify_one();
 }
@@ -122,19 +123,22 @@ bool thread_wait(completion& c, const std::chrono::steady_clock::time_point* dea
   tw.wake = &wake_thread;
   if (!c.add_waiter(&tw)) return true;
   {
-    std::unique_lock lock(tw.mutex);
+    unique_lock lock(tw.mutex);
     if (!deadline) {
-      tw.cv.wait(lock, [&] { return tw.woken; });
+      while (!tw.woken) lock.wait(tw.cv);
       return true;
     }
-    if (tw.cv.wait_until(lock, *deadline, [&] { return tw.woken; })) return true;
+    // As cv.wait_until with a predicate.
+    while (!tw.woken && lock.wait_until(tw.cv, *deadline) != std::cv_status::timeout) {
+    }
+    if (tw.woken) return true;
   }
   std::uint32_t expected = waiter::waiting;
   if (!tw.state.compare_exchange_strong(expected, waiter::timed_out, std::memory_order_acq_rel)) {
     // Signalled just now: the wake-up is on its way; wait for it, since it
     // touches tw.
-    std::unique_lock lock(tw.mutex);
-    tw.cv.wait(lock, [&] { return tw.woken; });
+    unique_lock lock(tw.mutex);
+    while (!tw.woken) lock.wait(tw.cv);
     return true;
   }
   settle_timed_out(c, tw);
@@ -149,8 +153,8 @@ void pause(publish_fn publish, void* ctx) {
     thread_waiter tw;
     tw.wake = &wake_thread;
     if (!publish(ctx, paused_task(&tw))) return;
-    std::unique_lock lock(tw.mutex);
-    tw.cv.wait(lock, [&] { return tw.woken; });
+    unique_lock lock(tw.mutex);
+    while (!tw.woken) lock.wait(tw.cv);
     return;
   }
   fiber_waiter fw;
@@ -173,15 +177,18 @@ bool pause_until(steady_time deadline, publish_fn publish, void* publish_ctx, wi
     tw.wake = &wake_thread;
     if (!publish(publish_ctx, paused_task(&tw))) return true;
     {
-      std::unique_lock lock(tw.mutex);
-      if (tw.cv.wait_until(lock, deadline, [&] { return tw.woken; })) return true;
+      unique_lock lock(tw.mutex);
+      // As cv.wait_until with a predicate.
+      while (!tw.woken && lock.wait_until(tw.cv, deadline) != std::cv_status::timeout) {
+      }
+      if (tw.woken) return true;
     }
     std::uint32_t expected = waiter::waiting;
     // acq_rel: races claimers (paused_task::claim).
     if (!tw.state.compare_exchange_strong(expected, waiter::timed_out, std::memory_order_acq_rel)) {
       // Claimed just now: its wake() is on its way and touches tw.
-      std::unique_lock lock(tw.mutex);
-      tw.cv.wait(lock, [&] { return tw.woken; });
+      unique_lock lock(tw.mutex);
+      while (!tw.woken) lock.wait(tw.cv);
       return true;
     }
     withdraw(withdraw_ctx, paused_task(&tw));

@@ -9,8 +9,10 @@
 
 #include "fiber.hpp"
 #include "stealable_set.hpp"
+#include "weft/detail/assert.hpp"
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
+#include "weft/detail/thread_annotations.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 
 namespace weft::detail {
@@ -25,14 +27,14 @@ namespace weft::detail {
 // `next`. Under ProWS a fiber goes to the resumer's queue (locality), under
 // ParWS to its home worker's (paper 002).
 struct ready_queue {
-  spin_lock lock;
-  fiber* next = nullptr;   // guarded by lock
-  fiber* head = nullptr;   // guarded by lock: FIFO through fiber::ready_link
-  fiber* tail = nullptr;   // guarded by lock
+  checked_spin_lock lock;
+  fiber* next WEFT_GUARDED_BY(lock) = nullptr;
+  fiber* head WEFT_GUARDED_BY(lock) = nullptr;  // FIFO through fiber::ready_link
+  fiber* tail WEFT_GUARDED_BY(lock) = nullptr;
   // Fibers queued (next included); written under lock (release), read as a
   // hint (acquire) by the owner, thieves, parkers and the APS master.
   std::atomic<std::size_t> size_hint{0};
-  std::size_t size = 0;    // guarded by lock
+  std::size_t size WEFT_GUARDED_BY(lock) = 0;
 };
 
 // Work performed right after a switch, on the fiber switched to, by the same
@@ -64,8 +66,9 @@ struct worker : worker_view {
   unsigned ready_turns = 0;
 
   // --- APS (src/aps_master.cpp) ---
-  // The level the master wants this worker at (written by the master,
-  // relaxed; level_switch_pending tells the worker to look).
+  // The level the master wants this worker at. Only the master writes it
+  // (release, before level_switch_pending's release store); the worker reads
+  // it with acquire after clearing the flag with an acquire exchange.
   std::atomic<unsigned> assigned_level{default_priority_level};
   // Working time per level, credited when a working span ends (owner writes).
   owned_counter busy_ns[priority_levels];
@@ -77,7 +80,7 @@ struct worker : worker_view {
   std::vector<fiber*> fiber_cache;         // owner only (fiber_pool::cache)
   std::vector<deque_record*> deque_cache[priority_levels];  // owner only, per level (deque_pool::cache)
 
-  alignas(cache_line) owned_counter steals;
+  alignas(cache_line_size) owned_counter steals;
   owned_counter suspensions;
   owned_counter parks;
 

@@ -14,7 +14,7 @@
 
 #include <atomic>
 
-#include "weft/detail/chase_lev_deque.hpp"  // cache_line
+#include "weft/detail/arch.hpp"  // cache_line_size
 #include "weft/detail/io_operation.hpp"
 
 namespace weft::detail {
@@ -70,8 +70,8 @@ class mpsc_queue {
     prev->next.store(op, std::memory_order_release);
   }
 
-  alignas(cache_line) std::atomic<io_operation*> head_;  // producers
-  alignas(cache_line) io_operation* tail_;               // consumer only
+  alignas(cache_line_size) std::atomic<io_operation*> head_;  // producers
+  alignas(cache_line_size) io_operation* tail_;               // consumer only
   io_operation stub_;
 };
 

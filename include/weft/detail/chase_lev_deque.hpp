@@ -27,37 +27,17 @@
 #include <new>
 #include <vector>
 
+#include "weft/detail/arch.hpp"
 #include "weft/detail/work_item.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define WEFT_TSAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WEFT_TSAN_BUILD 1
-#endif
-#endif
-
 namespace weft::detail {
-
-inline constexpr std::size_t cache_line = 64;
-
-// A full (seq_cst) fence. ThreadSanitizer does not model fences, so TSan
-// builds use a seq_cst read-modify-write instead, which is a full barrier on
-// the hardware weft supports (x86-64, AArch64) and keeps TSan's -Wtsan quiet.
-inline void full_fence() noexcept {
-#ifdef WEFT_TSAN_BUILD
-  static std::atomic<int> fence_word{0};
-  fence_word.fetch_add(0, std::memory_order_seq_cst);
-#else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
-}
 
 class chase_lev_deque {
  public:
   explicit chase_lev_deque(std::size_t log2_capacity = 5)
       : array_(new ring(log2_capacity)) {}
   ~chase_lev_deque() {
+    // relaxed: no other thread uses a deque being destroyed.
     delete array_.load(std::memory_order_relaxed);
     for (ring* r : retired_) delete r;
   }
@@ -83,7 +63,7 @@ class chase_lev_deque {
   work_item* pop() {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     ring* a = array_.load(std::memory_order_relaxed);
-#ifdef WEFT_TSAN_BUILD
+#if WEFT_HAS_TSAN
     // TSan build: the same Dekker handshake with seq_cst operations instead
     // of a fence (TSan models these).
     bottom_.exchange(b, std::memory_order_seq_cst);
@@ -123,28 +103,12 @@ class chase_lev_deque {
     return pop() == expected;
   }
 
-  // Owner only: the item a pop() would return, without removing it (nullptr
-  // when empty). A thief can take it only if it is the last item; pop() then
-  // reports the loss by returning nullptr.
-  work_item* peek_bottom() const {
-    std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    std::int64_t t = top_.load(std::memory_order_relaxed);
-    if (b <= t) return nullptr;
-    return array_.load(std::memory_order_relaxed)->get(b - 1);
-  }
-
-  // Owner only: the bottom index. Items pushed after reading it have indices
-  // >= it; task_group uses this to recognise its own children at sync.
-  std::int64_t bottom_index() const {
-    return bottom_.load(std::memory_order_relaxed);
-  }
-
   enum class steal_result { success, empty, lost_race };
 
   // Any thread.
   steal_result steal(work_item*& out) {
     // acquire: pairs with the release CAS/stores of top by other thieves/owner.
-#ifdef WEFT_TSAN_BUILD
+#if WEFT_HAS_TSAN
     std::int64_t t = top_.load(std::memory_order_seq_cst);
     std::int64_t b = bottom_.load(std::memory_order_seq_cst);
 #else
@@ -202,9 +166,9 @@ class chase_lev_deque {
     return bigger;
   }
 
-  alignas(cache_line) std::atomic<std::int64_t> top_{0};
-  alignas(cache_line) std::atomic<std::int64_t> bottom_{0};
-  alignas(cache_line) std::atomic<ring*> array_;
+  alignas(cache_line_size) std::atomic<std::int64_t> top_{0};
+  alignas(cache_line_size) std::atomic<std::int64_t> bottom_{0};
+  alignas(cache_line_size) std::atomic<ring*> array_;
   std::vector<ring*> retired_;  // owner only
 };
 

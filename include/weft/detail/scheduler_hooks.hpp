@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "weft/detail/arch.hpp"
 #include "weft/detail/chase_lev_deque.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/work_item.hpp"
@@ -45,8 +46,10 @@ struct worker_view {
   // The deque of the fiber this worker is running. Invariant: a running fiber
   // and its worker's active deque are paired — when the fiber suspends, the
   // deque is suspended with it, and whoever resumes the fiber adopts the deque.
-  // Hence a frame may keep this pointer across a suspension point.
-  // Written only by the owning worker; read by thieves (acquire).
+  // A frame must re-read it after a suspension point: the task may resume on
+  // another worker (fork_join and task_group do).
+  // Written and read only by the thread running this worker (relaxed
+  // everywhere): thieves never read it; they load level_active (acquire).
   std::atomic<chase_lev_deque*> active{nullptr};
   // The worker's deque of each priority level (active == level_active[level]).
   // Owner writes (release); thieves of that level read (acquire).
@@ -58,7 +61,10 @@ struct worker_view {
   bool tracks_levels = true;
   // Set by the APS master when this worker should move to another level; the
   // worker checks it at strand boundaries (spawn, sync, async, get, yield).
-  // relaxed: a hint; the assignment itself is read by the slow path.
+  // Checked relaxed (a hint, coherence makes it seen soon); the master
+  // stores it with release after assigned_level, and the slow path clears it
+  // with an acquire exchange before reading assigned_level
+  // (scheduler::switch_level), so no move is lost.
   std::atomic<bool> level_switch_pending{false};
   // Number of parked workers in this worker's runtime (see src/parking.hpp).
   const std::atomic<int>* sleepers = nullptr;
@@ -66,7 +72,7 @@ struct worker_view {
   unsigned index = 0;
   // Async tasks started / finished on this worker; the runtime's destructor
   // waits until the sums match (src/scheduler.cpp, outstanding_tasks).
-  alignas(cache_line) owned_counter tasks_started;
+  alignas(cache_line_size) owned_counter tasks_started;
   owned_counter tasks_finished;
 };
 
@@ -124,6 +130,7 @@ inline void push_task_at(worker_view* w, int level, work_item* item) {
   if (level < 0 || static_cast<unsigned>(level) == w->level) {
     push_task(w, w->active.load(std::memory_order_relaxed), item);
   } else {
+    // relaxed: the worker's own slot, written by this thread.
     push_task(w, w->level_active[level].load(std::memory_order_relaxed), item);
     note_level_spawn(w, static_cast<unsigned>(level));
   }
