@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "io/io_backend.hpp"
+#include "live_objects.hpp"
 #include "overflow_guard.hpp"
 #include "own_threads.hpp"
 #include "weft/detail/deadline.hpp"
@@ -246,9 +247,11 @@ void scheduler::free_pools() noexcept {
     fiber_sanitizer_destroy(f);
     stacks_.release(f->stack);
     delete f;
+    live_object_counts::add(live_objects().fibers, -1);
   }
   all_fibers_.clear();
   for (deque_record* d : all_deques_) delete d;
+  live_object_counts::add(live_objects().deques, -static_cast<long>(all_deques_.size()));
   all_deques_.clear();
 }
 
@@ -292,6 +295,7 @@ fiber* scheduler::acquire_fiber(worker* w) {
     fiber_sanitizer_create(f);
     lock_guard lock(pool_mutex_);
     all_fibers_.push_back(f);
+    live_object_counts::add(live_objects().fibers, 1);
   }
   fiber_reset(f, &scheduler::fiber_main);
   return f;
@@ -327,6 +331,7 @@ deque_record* scheduler::acquire_deque(worker* w, unsigned level) {
   auto* d = new deque_record();
   d->level = level;  // published with the deque (release store or set lock)
   all_deques_.push_back(d);
+  live_object_counts::add(live_objects().deques, 1);
   return d;
 }
 
