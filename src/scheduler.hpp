@@ -19,7 +19,7 @@
 
 namespace weft::detail {
 
-class io_backend;
+class io_driver;
 
 enum class resume_kind { woken, ready_again, yielded };
 
@@ -111,7 +111,7 @@ class scheduler {
   timer_service& timers() noexcept { return timers_; }
   blocking_pool& blocking() noexcept { return blocking_; }  // spawn_blocking's threads
   // The I/O backend, created on first use (thread-safe).
-  io_backend* io();
+  io_driver* io();
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
   // `preferred` >= 0 names the worker; -1 picks one at random.
@@ -212,9 +212,9 @@ class scheduler {
   std::vector<deque_record*> all_deques_;    // guarded by pool_mutex_
 
   std::mutex io_mutex_;
-  std::unique_ptr<io_backend> io_;           // guarded by io_mutex_ until published
+  std::unique_ptr<io_driver> io_;            // guarded by io_mutex_ until published
   bool io_shutdown_ = false;                 // guarded by io_mutex_
-  std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
+  std::atomic<io_driver*> io_ptr_{nullptr};  // release-published io_.get()
   // A worker is in (or entering) the backend's blocking poll: the poller
   // slot. Non-blocking polls are skipped meanwhile (the kernel wakes the
   // blocked poller; a concurrent poll could take the interrupt meant for it).
