@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,8 +65,14 @@ TEST(PriorityValue, LevelsAndRange) {
   static_assert(!weft::priority{4}.more_urgent_than(weft::priority{4}));
   static_assert(weft::priority{4} == weft::priority{4});
   static_assert(weft::task_context<6>::level == 6);
-  static_assert(weft::task_context<6>{}.value() == weft::priority{6});
+  static_assert(weft::at_priority<6>.value() == weft::priority{6});
   static_assert(decltype(weft::at_priority<1>)::level == 1);
+  // Only the runtime makes contexts (tests/priority/compile_checks/forge_context.cpp
+  // checks that user code cannot); a tag is not one.
+  static_assert(!std::is_default_constructible_v<weft::task_context<6>>);
+  static_assert(!std::is_constructible_v<weft::task_context<6>, weft::priority_tag<6>>);
+  static_assert(!std::is_convertible_v<weft::priority_tag<6>, weft::task_context<6>>);
+  static_assert(std::is_trivially_copyable_v<weft::task_context<6>>);
   static_assert(weft::priority_future<int, 4>::level == 4);
   for (unsigned l = 0; l < 8; ++l) EXPECT_EQ(weft::priority{l}.level(), l);
   EXPECT_THROW(weft::priority{8}, std::invalid_argument);
@@ -299,6 +306,43 @@ TEST_P(PriorityApi, GetOutsideRuntime) {
     EXPECT_THROW(g.get_outside_runtime(), std::logic_error);
     EXPECT_EQ(g.get(ctx), 1);  // still usable
   });
+}
+
+// The run-time doors into the typed form hand a task only the context of its
+// own level: this_task::context<P>() and a nested rt.run(at_priority<P>)
+// (which runs f in the calling task) throw from a task of another level, and
+// this_task::context<P>() throws outside a task. In priority-oblivious mode
+// levels are not tracked and any P is accepted.
+TEST_P(PriorityApi, ContextOnlyForTheCallersLevel) {
+  weft::runtime rt(options());
+  EXPECT_THROW((void)weft::this_task::context<2>(), std::logic_error);  // not a task
+  int ran = 0, nested = 0;
+  bool own_ok = false, other_threw = false, nested_other_threw = false;
+  rt.run(weft::priority{2}, [&] {
+    weft::task_context<2> c2 = weft::this_task::context<2>();  // this task's own level
+    own_ok = c2.level == 2;
+    try {
+      (void)weft::this_task::context<6>();
+    } catch (const std::logic_error& e) {
+      other_threw = true;
+      EXPECT_NE(std::string(e.what()).find("runs at level 2"), std::string::npos) << e.what();
+    }
+    // Nested run at the caller's own level: f runs in this task, with its context.
+    nested += rt.run(weft::at_priority<2>, [&](weft::task_context<2>) {
+      ++ran;
+      return level_now() == 2 || !adaptive() ? 1 : 0;
+    });
+    try {
+      nested += rt.run(weft::at_priority<7>, [&](weft::task_context<7>) { ++ran; return 1; });
+    } catch (const std::logic_error&) {
+      nested_other_threw = true;
+    }
+  });
+  EXPECT_TRUE(own_ok);
+  EXPECT_EQ(other_threw, adaptive());
+  EXPECT_EQ(nested_other_threw, adaptive());
+  EXPECT_EQ(ran, adaptive() ? 1 : 2);
+  EXPECT_EQ(nested, adaptive() ? 1 : 2);
 }
 
 // Exceptions cross priority levels like values.
