@@ -432,7 +432,8 @@ TEST_P(PriorityApi, RuntimeCheckRejectsInversion) {
   weft::runtime rt(options());
   unsigned waiter = 99, awaited = 99;
   std::string what;
-  int wait_throws = 0, wait_for_throws = 0, shared_throws = 0, shared_wait_throws = 0;
+  int wait_throws = 0, wait_for_throws = 0, wait_until_throws = 0, shared_throws = 0,
+      shared_wait_throws = 0, shared_wait_for_throws = 0, shared_wait_until_throws = 0;
   auto leftover = rt.run(weft::priority{1}, [&] {
     auto f = weft::async(weft::priority{5}, [] { return 5; });
     try {
@@ -446,9 +447,32 @@ TEST_P(PriorityApi, RuntimeCheckRejectsInversion) {
     EXPECT_TRUE(f.valid());
     try { f.wait(); } catch (const weft::priority_inversion&) { ++wait_throws; }
     try { (void)f.wait_for(1ms); } catch (const weft::priority_inversion&) { ++wait_for_throws; }
+    try {
+      (void)f.wait_until(clk::now() + 1ms);
+    } catch (const weft::priority_inversion&) {
+      ++wait_until_throws;
+    }
     auto sf = weft::async(weft::priority{7}, [] { return 7; }).share();
     try { (void)sf.get(); } catch (const weft::priority_inversion&) { ++shared_throws; }
     try { sf.wait(); } catch (const weft::priority_inversion&) { ++shared_wait_throws; }
+    // The timed waits of a shared_future are checked too (they share the
+    // future's wait helper), also with the value already there: wait until
+    // the level-7 task has finished, from the level-1 task, without waiting.
+    auto until = clk::now() + 20s;
+    while (!sf.is_ready() && clk::now() < until) weft::this_task::sleep_for(1ms);
+    EXPECT_TRUE(sf.is_ready());  // is_ready is not a wait: never an inversion
+    try {
+      (void)sf.wait_for(0ms);
+    } catch (const weft::priority_inversion& e) {
+      ++shared_wait_for_throws;
+      EXPECT_EQ(e.waiter_level, 1u);
+      EXPECT_EQ(e.awaited_level, 7u);
+    }
+    try {
+      (void)sf.wait_until(std::chrono::system_clock::now() + 1ms);
+    } catch (const weft::priority_inversion&) {
+      ++shared_wait_until_throws;
+    }
     return f;
   });
   EXPECT_EQ(waiter, 1u);
@@ -458,8 +482,11 @@ TEST_P(PriorityApi, RuntimeCheckRejectsInversion) {
   EXPECT_NE(what.find("priority 5"), std::string::npos) << what;
   EXPECT_EQ(wait_throws, 1);
   EXPECT_EQ(wait_for_throws, 1);
+  EXPECT_EQ(wait_until_throws, 1);
   EXPECT_EQ(shared_throws, 1);
   EXPECT_EQ(shared_wait_throws, 1);
+  EXPECT_EQ(shared_wait_for_throws, 1);
+  EXPECT_EQ(shared_wait_until_throws, 1);
   // A thread outside the runtime has no priority: it may wait on it.
   EXPECT_EQ(leftover.get(), 5);
 }
