@@ -73,7 +73,9 @@ if(ANY_ERROR)
   message(STATUS "failed to compile with the expected diagnostic (status ${status})")
   return()
 endif()
-string(REGEX MATCHALL "[^\n]*error:[^\n]*" errors "${out}")
+# The error lines become a CMake list: a ";" in a diagnostic would split one.
+string(REPLACE ";" "," out_no_semicolons "${out}")
+string(REGEX MATCHALL "[^\n]*error:[^\n]*" errors "${out_no_semicolons}")
 foreach(e IN LISTS errors)
   if(NOT e MATCHES "static.assert")
     message(FATAL_ERROR "${SOURCE} failed to compile (status ${status}) with an unrelated "
