@@ -50,7 +50,7 @@ struct row {
 row make_row(std::string section, std::string name, std::string params,
              std::vector<double> samples, std::string unit);
 
-// Collects rows and prints each one as soon as it is added, so that a run
+// Collects rows (report.cpp) and prints each one as soon as it is added, so that a run
 // that hangs or is cut short still shows what it measured.
 class report {
  public:
@@ -79,7 +79,7 @@ class report {
 };
 
 // Aborts the process with a diagnostic if a measurement runs far past its
-// budget (weft hang): CI then fails with a message instead of timing out.
+// budget (weft hang; watchdog.cpp): CI then fails with a message instead of timing out.
 class watchdog_scope {
  public:
   watchdog_scope(std::string what, std::chrono::seconds limit);
@@ -88,16 +88,20 @@ class watchdog_scope {
   watchdog_scope& operator=(const watchdog_scope&) = delete;
 };
 
-// Machine facts for the header and the JSON.
+// Machine facts for the header and the JSON (machine.cpp).
 std::string compiler_string();
 std::string build_type_string();
 std::string cpu_model();
 unsigned online_cpus();
 std::string load_average();
+std::string kernel_string();  // "Linux 6.1.0 x86_64"
+std::string tbb_string();     // "oneTBB 2021.8.0" or "n/a (oneTBB not found)"
+std::string openmp_string();  // "OpenMP 201511" or "n/a (OpenMP not found)"
 
 std::string workers_param(unsigned w);  // "1 worker" / "2 workers"
 
-// The benchmarks, one per file.
+// The benchmarks, one per file; main.cpp's section table lists them, in the
+// order they run, with the name `--only` selects them by.
 void run_fib(const config& cfg, report& rep);
 void run_spawn(const config& cfg, report& rep);
 void run_pingpong(const config& cfg, report& rep);

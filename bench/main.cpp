@@ -1,41 +1,21 @@
-// weft-bench — the benchmark suite's driver: options, machine header, result
-// table, JSON output and the hang watchdog.
+// weft-bench — the benchmark suite's driver: options, the section table and
+// main. The result table and JSON are in report.cpp, the machine facts in
+// machine.cpp, the hang watchdog in watchdog.cpp, each benchmark in its own
+// file.
 //
-//   weft-bench [--quick] [--reps N] [--json PATH] [--only fib,spawn,pingpong,memory,priority,io,sync,server]
-#include <sys/utsname.h>
-#include <unistd.h>
-
+//   weft-bench [--quick] [--reps N] [--json PATH] [--only SECTIONS]
+//
+// `weft-bench --help` lists the sections (from `sections` below).
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
-#if WEFT_BENCH_HAVE_TBB
-#include <oneapi/tbb/version.h>
-#endif
-
 #include "bench.hpp"
-#include "stats.hpp"
-
-#ifndef WEFT_BENCH_BUILD_TYPE
-#define WEFT_BENCH_BUILD_TYPE "unknown"
-#endif
-#ifndef WEFT_BENCH_VERSION
-#define WEFT_BENCH_VERSION "unknown"
-#endif
 
 namespace weft_bench {
-
-// ------------------------------------------------------------------ config
 
 bool config::wants(const std::string& section) const {
   if (only.empty()) return true;
@@ -44,386 +24,54 @@ bool config::wants(const std::string& section) const {
   return false;
 }
 
-std::string workers_param(unsigned w) {
-  return std::to_string(w) + (w == 1 ? " worker" : " workers");
-}
-
-// ------------------------------------------------------------ machine info
-
-std::string compiler_string() {
-#if defined(__clang__)
-  return std::string("Clang ") + __clang_version__;
-#elif defined(__GNUC__)
-  return std::string("GCC ") + __VERSION__;
-#else
-  return "unknown compiler";
-#endif
-}
-
-std::string build_type_string() {
-  std::string s = WEFT_BENCH_BUILD_TYPE;
-#ifndef __OPTIMIZE__
-  s += " (NOT OPTIMISED: numbers are meaningless)";
-#endif
-#ifndef NDEBUG
-  s += ", assertions on";
-#endif
-  return s;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
-}
-
-unsigned online_cpus() {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<unsigned>(n) : std::thread::hardware_concurrency();
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a.empty() ? "unknown" : a + " " + b + " " + c;
-}
-
 namespace {
 
-std::string kernel_string() {
-  utsname u{};
-  if (uname(&u) != 0) return "unknown";
-  return std::string(u.sysname) + " " + u.release + " " + u.machine;
+// One row per section, in the order they run. This table is the only list of
+// the sections: --help prints it, --only checks its names against it, and main
+// runs the selected rows. A section with parts (priority) is selected whole by
+// its name or in part by NAME.PART; the section's own code asks cfg.wants()
+// which parts to run.
+struct section {
+  const char* name;
+  const char* description;  // one line of --help
+  void (*run)(const config&, report&);
+  std::vector<std::string> parts;  // selectable as name.part
+};
+
+const std::vector<section>& sections() {
+  static const std::vector<section> table{
+      {"fib", "fib(n) without cutoff: the per-task cost of spawn and join", run_fib, {}},
+      {"spawn", "task creation: one weft::async against a thread", run_spawn, {}},
+      {"pingpong", "round trips between two tasks (ivars) against two threads", run_pingpong,
+       {}},
+      {"memory", "peak resident set of weft workloads, each in its own process", run_memory,
+       {}},
+      {"priority", "APS priorities: fib-ep/fib-rp, a job server, an interactive service",
+       run_priority, {"fib", "jobs", "interactive"}},
+      {"io", "latency-hiding I/O: map-reduce, mechanism overheads, a TCP server", run_io, {}},
+      {"sync", "programs written around blocking: ivars, mvars, channels vs Go, Boost.Fiber",
+       run_sync, {}},
+      {"server", "TCP echo servers vs Go and Tokio", run_server, {}},
+  };
+  return table;
 }
 
-std::string tbb_string() {
-#if WEFT_BENCH_HAVE_TBB
-  return std::string("oneTBB ") + TBB_VERSION_STRING;
-#else
-  return "n/a (oneTBB not found)";
-#endif
-}
-
-std::string openmp_string() {
-#ifdef _OPENMP
-  return "OpenMP " + std::to_string(_OPENMP);
-#else
-  return "n/a (OpenMP not found)";
-#endif
-}
-
-std::string now_string() {
-  std::time_t t = std::time(nullptr);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", std::localtime(&t));
-  return buf;
-}
-
-// Three significant digits, no exponent.
-std::string fmt_num(double v) {
-  if (std::isnan(v)) return "-";
-  char buf[64];
-  double a = std::fabs(v);
-  if (a >= 1000)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else if (a >= 100)
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  else if (a >= 10)
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-  else if (a >= 0.01 || a == 0)
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-std::string goal_string(const row& r) {
-  if (r.goal == goal_kind::none) return "";
-  return (r.goal == goal_kind::at_least ? ">= " : "<= ") + fmt_num(r.goal_value);
-}
-
-std::string status_string(const row& r) {
-  if (r.failed) return "FAILED";
-  if (!r.has_value()) return r.goal == goal_kind::none ? "" : "not measured";
-  if (r.goal == goal_kind::none) return "";
-  return r.goal_met() ? "goal met" : "goal missed";
-}
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-std::string json_num(double v) {
-  if (std::isnan(v) || std::isinf(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-}  // namespace
-
-// ------------------------------------------------------------------ report
-
-row make_row(std::string section, std::string name, std::string params,
-             std::vector<double> samples, std::string unit) {
-  row r;
-  r.section = std::move(section);
-  r.name = std::move(name);
-  r.params = std::move(params);
-  r.value = samples.empty() ? NAN : median(samples);
-  r.samples = std::move(samples);
-  r.unit = std::move(unit);
-  return r;
-}
-
-void report::print_header(const config& cfg) {
-  load_at_start_ = load_average();
-  std::printf("weft-bench %s - weft runtime benchmark suite\n", WEFT_BENCH_VERSION);
-  std::printf("  date      %s\n", now_string().c_str());
-  std::printf("  machine   %u online CPUs (nproc), %s; %s; load average %s\n", online_cpus(),
-              cpu_model().c_str(), kernel_string().c_str(), load_at_start_.c_str());
-  std::printf("  compiler  %s; build type %s\n", compiler_string().c_str(),
-              build_type_string().c_str());
-  std::printf("  baselines %s; %s\n", tbb_string().c_str(), openmp_string().c_str());
-  std::printf("  mode      %s: each figure is the median of %d timed repetitions after %d "
-              "warm-up; wall time from steady_clock\n",
-              cfg.quick ? "quick" : "full", cfg.reps, cfg.warmup);
-  std::printf("  columns   median and best (fastest) repetition; spread = (max - min) / median; "
-              "goals are judged on the median\n");
-  double load1 = std::atof(load_at_start_.c_str());
-  if (load1 > 0.5 * online_cpus())
-    std::printf("  WARNING   the machine is busy (1-min load %.2f on %u CPUs): expect noisy "
-                "figures, especially with 2 workers\n",
-                load1, online_cpus());
-  std::printf("\n");
-  std::printf("%-9s %-42s %-40s %10s %10s %-9s %6s  %-8s %-12s %s\n", "section",
-              "measurement", "parameters", "median", "best", "unit", "spread", "goal", "status",
-              "notes");
-  std::printf("%s\n", std::string(160, '-').c_str());
-  std::fflush(stdout);
-}
-
-void report::print_row(const row& r) const {
-  std::string spread_s, best_s;
-  if (r.has_value() && r.samples.size() > 1) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%.0f%%", 100 * spread(r.samples));
-    spread_s = buf;
-    // The best repetition: on a shared machine the least disturbed one.
-    best_s = fmt_num(r.higher_is_better ? max_of(r.samples) : min_of(r.samples));
-  }
-  std::printf("%-9s %-42s %-40s %10s %10s %-9s %6s  %-8s %-12s %s\n", r.section.c_str(),
-              r.name.c_str(), r.params.c_str(), r.has_value() ? fmt_num(r.value).c_str() : "n/a",
-              best_s.c_str(), r.has_value() ? r.unit.c_str() : "", spread_s.c_str(),
-              goal_string(r).c_str(), status_string(r).c_str(), r.note.c_str());
-  std::fflush(stdout);
-}
-
-void report::add(row r) {
-  print_row(r);
-  rows_.push_back(std::move(r));
-}
-
-void report::add_missing(std::string section, std::string name, std::string params,
-                         std::string note, bool failed) {
-  row r;
-  r.section = std::move(section);
-  r.name = std::move(name);
-  r.params = std::move(params);
-  r.note = std::move(note);
-  r.failed = failed;
-  add(std::move(r));
-}
-
-void report::add_ratio(std::string section, std::string name, std::string params, const row* num,
-                       const row* den, goal_kind goal, double goal_value, std::string note) {
-  row r;
-  r.section = std::move(section);
-  r.name = std::move(name);
-  r.params = std::move(params);
-  r.unit.push_back('x');  // not = "x": GCC 12 -Wrestrict false positive (PR 105329)
-  r.goal = goal;
-  r.goal_value = goal_value;
-  r.note = std::move(note);
-  if (num && den && num->has_value() && den->has_value() && den->value > 0) {
-    r.value = num->value / den->value;
-  } else {
-    const row* missing = (!num || !num->has_value()) ? num : den;
-    std::string why = missing && !missing->note.empty() ? missing->note : "an input is missing";
-    r.note = why.rfind("n/a", 0) == 0 ? why : "n/a (" + why + ")";
-  }
-  add(std::move(r));
-}
-
-const row* report::find(const std::string& section, const std::string& name,
-                        const std::string& params) const {
-  for (auto it = rows_.rbegin(); it != rows_.rend(); ++it)
-    if (it->section == section && it->name == name && it->params == params) return &*it;
-  return nullptr;
-}
-
-bool report::any_failed() const {
-  for (const auto& r : rows_)
-    if (r.failed) return true;
+// Whether `--only` names section s or one of its parts.
+bool selected(const config& cfg, const section& s) {
+  if (cfg.wants(s.name)) return true;
+  for (const auto& p : s.parts)
+    if (cfg.wants(std::string(s.name) + "." + p)) return true;
   return false;
 }
 
-void report::print_footer() const {
-  int met = 0, missed = 0, unmeasured = 0;
-  for (const auto& r : rows_) {
-    if (r.goal == goal_kind::none) continue;
-    if (!r.has_value() || r.failed)
-      ++unmeasured;
-    else if (r.goal_met())
-      ++met;
-    else
-      ++missed;
+bool known_section(const std::string& name) {
+  for (const auto& s : sections()) {
+    if (name == s.name) return true;
+    for (const auto& p : s.parts)
+      if (name == std::string(s.name) + "." + p) return true;
   }
-  std::printf("%s\n", std::string(160, '-').c_str());
-  std::printf("load average at the end: %s\n", load_average().c_str());
-  std::printf("goals: %d met, %d missed, %d not measured\n", met, missed, unmeasured);
-  for (const auto& r : rows_) {
-    if (r.goal == goal_kind::none) continue;
-    std::printf("  %-12s %s: %s (%s) %s %s %s\n", status_string(r).c_str(), r.section.c_str(),
-                r.name.c_str(), r.params.c_str(),
-                r.has_value() ? fmt_num(r.value).c_str() : "n/a",
-                r.has_value() ? r.unit.c_str() : "",
-                goal_string(r).c_str());
-  }
-  for (const auto& r : rows_) {
-    if (r.failed)
-      std::printf("FAILED: %s: %s (%s): %s\n", r.section.c_str(), r.name.c_str(),
-                  r.params.c_str(), r.note.c_str());
-  }
+  return false;
 }
-
-bool report::write_json(const std::string& path, const config& cfg) const {
-  std::ostringstream o;
-  o << "{\n  \"tool\": \"weft-bench\",\n  \"version\": \"" << json_escape(WEFT_BENCH_VERSION)
-    << "\",\n  \"date\": \"" << json_escape(now_string()) << "\",\n  \"mode\": \""
-    << (cfg.quick ? "quick" : "full") << "\",\n  \"reps\": " << cfg.reps
-    << ",\n  \"warmup\": " << cfg.warmup << ",\n  \"machine\": {\"cpus\": " << online_cpus()
-    << ", \"cpu_model\": \"" << json_escape(cpu_model()) << "\", \"kernel\": \""
-    << json_escape(kernel_string()) << "\", \"compiler\": \"" << json_escape(compiler_string())
-    << "\", \"build_type\": \"" << json_escape(build_type_string()) << "\", \"onetbb\": \""
-    << json_escape(tbb_string()) << "\", \"openmp\": \"" << json_escape(openmp_string())
-    << "\", \"load_average_start\": \"" << json_escape(load_at_start_)
-    << "\", \"load_average_end\": \"" << json_escape(load_average()) << "\"},\n  \"rows\": [";
-  bool first = true;
-  for (const auto& r : rows_) {
-    o << (first ? "\n" : ",\n");
-    first = false;
-    o << "    {\"section\": \"" << json_escape(r.section) << "\", \"name\": \""
-      << json_escape(r.name) << "\", \"params\": \"" << json_escape(r.params)
-      << "\", \"value\": " << json_num(r.value) << ", \"unit\": \"" << json_escape(r.unit)
-      << "\", \"samples\": [";
-    for (std::size_t i = 0; i < r.samples.size(); ++i)
-      o << (i ? ", " : "") << json_num(r.samples[i]);
-    o << "], \"note\": \"" << json_escape(r.note) << "\", \"goal\": ";
-    if (r.goal == goal_kind::none) {
-      o << "null";
-    } else {
-      o << "{\"kind\": \"" << (r.goal == goal_kind::at_least ? "at_least" : "at_most")
-        << "\", \"value\": " << json_num(r.goal_value) << ", \"met\": "
-        << (r.has_value() && !r.failed ? (r.goal_met() ? "true" : "false") : "null") << "}";
-    }
-    o << ", \"failed\": " << (r.failed ? "true" : "false") << "}";
-  }
-  o << "\n  ],\n  \"failed\": " << (any_failed() ? "true" : "false") << "\n}\n";
-  std::ofstream out(path);
-  out << o.str();
-  return static_cast<bool>(out);
-}
-
-// ---------------------------------------------------------------- watchdog
-
-namespace {
-
-struct watchdog_state {
-  std::mutex m;
-  std::condition_variable cv;
-  std::string what;
-  std::chrono::steady_clock::time_point deadline;
-  bool armed = false;
-  bool started = false;
-};
-
-// Never destroyed: the detached watchdog thread may still wait on it at exit.
-watchdog_state& wd_state() {
-  static watchdog_state* s = new watchdog_state;
-  return *s;
-}
-
-void watchdog_loop() {
-  auto& s = wd_state();
-  std::unique_lock lk(s.m);
-  for (;;) {
-    if (!s.armed) {
-      s.cv.wait(lk);
-      continue;
-    }
-    if (s.cv.wait_until(lk, s.deadline) == std::cv_status::timeout && s.armed &&
-        std::chrono::steady_clock::now() >= s.deadline) {
-      std::fflush(stdout);
-      std::fprintf(stdout,
-                   "\nweft-bench: TIMEOUT: '%s' exceeded its time limit; weft (or a baseline) "
-                   "appears to hang. Aborting.\n",
-                   s.what.c_str());
-      std::fprintf(stderr, "weft-bench: TIMEOUT in '%s'\n", s.what.c_str());
-      std::fflush(nullptr);
-      std::_Exit(124);
-    }
-  }
-}
-
-}  // namespace
-
-watchdog_scope::watchdog_scope(std::string what, std::chrono::seconds limit) {
-  auto& s = wd_state();
-  std::lock_guard lk(s.m);
-  if (!s.started) {
-    std::thread(watchdog_loop).detach();
-    s.started = true;
-  }
-  s.what = std::move(what);
-  s.deadline = std::chrono::steady_clock::now() + limit;
-  s.armed = true;
-  s.cv.notify_all();
-}
-
-watchdog_scope::~watchdog_scope() {
-  auto& s = wd_state();
-  std::lock_guard lk(s.m);
-  s.armed = false;
-  s.cv.notify_all();
-}
-
-}  // namespace weft_bench
-
-// -------------------------------------------------------------------- main
-
-namespace {
 
 void usage(std::FILE* f) {
   std::fprintf(f,
@@ -431,10 +79,17 @@ void usage(std::FILE* f) {
                "  --quick          short run (CI/demo): smaller problem sizes\n"
                "  --reps N         timed repetitions per figure, median reported (default 5)\n"
                "  --json PATH      also write every figure as JSON to PATH\n"
-               "  --only SECTIONS  comma-separated subset of: fib,spawn,pingpong,memory,\n"
-               "                   priority,io,sync,server (priority.fib, priority.jobs\n"
-               "                   and priority.interactive select one part of priority;\n"
-               "                   server: TCP echo servers vs Go and Tokio)\n");
+               "  --only SECTIONS  comma-separated subset of the sections below (default:\n"
+               "                   all); SECTION.PART selects one part of a section\n"
+               "sections, in the order they run:\n");
+  for (const auto& s : sections()) {
+    std::fprintf(f, "  %-10s %s\n", s.name, s.description);
+    if (s.parts.empty()) continue;
+    std::string parts;
+    for (const auto& p : s.parts)
+      parts += (parts.empty() ? "" : ", ") + std::string(s.name) + "." + p;
+    std::fprintf(f, "  %-10s parts: %s\n", "", parts.c_str());
+  }
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -447,6 +102,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 }  // namespace
+}  // namespace weft_bench
 
 int main(int argc, char** argv) {
   using namespace weft_bench;
@@ -476,9 +132,7 @@ int main(int argc, char** argv) {
     } else if (a == "--only") {
       cfg.only = split_commas(value("--only"));
       for (const auto& s : cfg.only) {
-        if (s != "fib" && s != "spawn" && s != "pingpong" && s != "memory" &&
-            s != "priority" && s != "priority.fib" && s != "priority.jobs" &&
-            s != "priority.interactive" && s != "io" && s != "sync" && s != "server") {
+        if (!known_section(s)) {
           std::fprintf(stderr, "weft-bench: unknown section '%s'\n", s.c_str());
           return 2;
         }
@@ -502,16 +156,8 @@ int main(int argc, char** argv) {
   report rep;
   rep.print_header(cfg);
   auto t0 = std::chrono::steady_clock::now();
-  if (cfg.wants("fib")) run_fib(cfg, rep);
-  if (cfg.wants("spawn")) run_spawn(cfg, rep);
-  if (cfg.wants("pingpong")) run_pingpong(cfg, rep);
-  if (cfg.wants("memory")) run_memory(cfg, rep);
-  if (cfg.wants("priority") || cfg.wants("priority.fib") || cfg.wants("priority.jobs") ||
-      cfg.wants("priority.interactive"))
-    run_priority(cfg, rep);
-  if (cfg.wants("io")) run_io(cfg, rep);
-  if (cfg.wants("sync")) run_sync(cfg, rep);
-  if (cfg.wants("server")) run_server(cfg, rep);
+  for (const auto& s : sections())
+    if (selected(cfg, s)) s.run(cfg, rep);
   rep.print_footer();
   std::printf("total time %.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages weft needs to build, test and benchmark.
 #
-#   scripts/setup-deps.sh
+#   scripts/setup-deps.sh           the packages above
+#   scripts/setup-deps.sh --clang   also a Clang 14..16 (the newest the
+#                                   distribution has), for the thread-safety
+#                                   CI phase; its clang++ path is the last
+#                                   line of the output
 #
 # Quick no-op when everything is already installed (checked with dpkg). Missing
 # packages are installed with apt-get when running as root, or through sudo
@@ -16,6 +20,35 @@ packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest
           libcurl4-openssl-dev)  # libcurl: tests/io/test_io_foreign.cpp
 
 log() { printf '[setup-deps] %s\n' "$*"; }
+
+want_clang=0
+case "${1:-}" in
+  "") ;;
+  --clang) want_clang=1 ;;
+  *) log "usage: scripts/setup-deps.sh [--clang]"; exit 2 ;;
+esac
+# Clang for -Wthread-safety: the newest of 16, 15, 14 that is installed, or
+# else that the distribution offers (Debian 12 has 16; Ubuntu 24.04 has all).
+clang_version=""
+if ((want_clang)); then
+  for v in 16 15 14; do
+    if command -v "clang++-$v" >/dev/null 2>&1; then clang_version=$v; break; fi
+  done
+  candidate() { apt-cache policy "clang-$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p' | grep -v '(none)'; }
+  if [[ -z "$clang_version" ]]; then
+    # A fresh container may have no package lists yet.
+    if [[ -z "$(candidate 16)$(candidate 15)$(candidate 14)" && "$(id -u)" == 0 ]]; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    fi
+    for v in 16 15 14; do
+      if [[ -n "$(candidate "$v")" ]]; then
+        clang_version=$v
+        packages+=("clang-$v")
+        break
+      fi
+    done
+  fi
+fi
 
 installed() {
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
@@ -61,3 +94,11 @@ if ! printf '3.25\n%s\n' "$cmake_version" | sort -V -C; then
   exit 1
 fi
 log "all dependencies present (cmake $cmake_version, $(g++ -dumpfullversion 2>/dev/null | sed 's/^/g++ /'))"
+if ((want_clang)); then
+  if [[ -z "$clang_version" ]] || ! command -v "clang++-$clang_version" >/dev/null 2>&1; then
+    log "no clang++ 14..16 installed or installable (apt-get update may be needed)"
+    exit 1
+  fi
+  log "clang: $(command -v "clang++-$clang_version")"
+  command -v "clang++-$clang_version"
+fi

@@ -4,6 +4,8 @@
 # (find_package(weft) from a temporary install prefix).
 #
 #   scripts/test.sh [extra ctest arguments]
+#
+# Environment: WEFT_WERROR=ON turns warnings into errors (CI does).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,7 +20,8 @@ if ! diff -u <(sed -n '/^```cpp$/,/^```$/{/^```/d;p}' README.md | sed -n '1,/^}$
   exit 1
 fi
 
-cmake --preset release
+# WEFT_WERROR=ON (CI sets it) builds every target with -Werror.
+cmake --preset release -DWEFT_WERROR="${WEFT_WERROR:-OFF}"
 cmake --build --preset release
 # Tests and examples (ctest -L example runs the examples alone). The install
 # check runs even when a test failed; the exit status reports both.

@@ -11,13 +11,13 @@ namespace weft::detail {
 blocking_pool::~blocking_pool() {
   thread_list exited;
   {
-    std::unique_lock lock(mutex_);
+    unique_lock lock(mutex_);
     stop_ = true;
     work_cv_.notify_all();
     // Each thread moves itself to exited_ and leaves threads_ under the lock,
     // then touches nothing of the pool: once threads_ is empty, joining is
     // all that is left.
-    exit_cv_.wait(lock, [this] { return threads_.empty(); });
+    while (!threads_.empty()) lock.wait(exit_cv_);
     exited.swap(exited_);
   }
   join_exited(exited);
@@ -31,7 +31,7 @@ void blocking_pool::join_exited(thread_list& exited) noexcept {
 void blocking_pool::submit(worker_view* w, blocking_job* job) {
   thread_list exited;
   {
-    std::lock_guard lock(mutex_);
+    lock_guard lock(mutex_);
     // Start a thread if the idle ones cannot take every queued call and this
     // one. (An idle thread that was notified but has not woken yet still
     // counts as idle: it will take one of the queued calls.)
@@ -67,7 +67,7 @@ void blocking_pool::submit(worker_view* w, blocking_job* job) {
 }
 
 void blocking_pool::thread_main(thread_list::iterator self) {
-  std::unique_lock lock(mutex_);
+  unique_lock lock(mutex_);
   for (;;) {
     if (head_) {
       blocking_job* job = head_;
@@ -85,7 +85,7 @@ void blocking_pool::thread_main(thread_list::iterator self) {
     const auto deadline = saturating_deadline(std::chrono::steady_clock::now(), keep_alive_);
     ++idle_;
     while (!head_ && !stop_ && std::chrono::steady_clock::now() < deadline)
-      work_cv_.wait_until(lock, deadline);
+      lock.wait_until(work_cv_, deadline);
     --idle_;
     if (!head_ && !stop_) break;  // idle for the keep-alive: exit
   }

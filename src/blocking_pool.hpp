@@ -15,10 +15,10 @@
 #include <condition_variable>
 #include <cstddef>
 #include <list>
-#include <mutex>
 #include <thread>
 
 #include "weft/blocking.hpp"
+#include "weft/detail/mutex.hpp"
 
 namespace weft::detail {
 
@@ -35,7 +35,7 @@ class blocking_pool {
 
   // Queues job (see submit_blocking in weft/blocking.hpp); called by the
   // task running on w.
-  void submit(worker_view* w, blocking_job* job);
+  void submit(worker_view* w, blocking_job* job) WEFT_EXCLUDES(mutex_);
   // Helper threads alive now (a statistic).
   std::size_t threads() const noexcept {
     // relaxed: a statistic; written under mutex_.
@@ -44,22 +44,25 @@ class blocking_pool {
 
  private:
   using thread_list = std::list<std::thread>;
-  void thread_main(thread_list::iterator self);
+  void thread_main(thread_list::iterator self) WEFT_EXCLUDES(mutex_);
   static void join_exited(thread_list& exited) noexcept;
 
   const unsigned max_threads_;
   const std::chrono::milliseconds keep_alive_;
-  std::mutex mutex_;
+  mutex mutex_;
   std::condition_variable work_cv_;   // a call was queued, or stop_
   std::condition_variable exit_cv_;   // a thread left threads_
-  blocking_job* head_ = nullptr;      // guarded by mutex_: FIFO of queued calls
-  blocking_job* tail_ = nullptr;      // guarded by mutex_
-  std::size_t queued_ = 0;            // guarded by mutex_: calls in the FIFO
-  std::size_t idle_ = 0;              // guarded by mutex_: threads waiting for a call
-  bool stop_ = false;                 // guarded by mutex_
-  thread_list threads_;               // guarded by mutex_: running threads
-  thread_list exited_;                // guarded by mutex_: finished, not yet joined
-  std::atomic<std::size_t> thread_count_{0};  // threads_.size(), for threads()
+  // FIFO of queued calls, linked through blocking_job::next (also guarded by
+  // mutex_, which the analysis cannot see from there).
+  blocking_job* head_ WEFT_GUARDED_BY(mutex_) = nullptr;
+  blocking_job* tail_ WEFT_GUARDED_BY(mutex_) = nullptr;
+  std::size_t queued_ WEFT_GUARDED_BY(mutex_) = 0;  // calls in the FIFO
+  std::size_t idle_ WEFT_GUARDED_BY(mutex_) = 0;    // threads waiting for a call
+  bool stop_ WEFT_GUARDED_BY(mutex_) = false;
+  thread_list threads_ WEFT_GUARDED_BY(mutex_);  // running threads
+  thread_list exited_ WEFT_GUARDED_BY(mutex_);   // finished, not yet joined
+  // threads_.size(), for threads(): stored under mutex_, loaded without it.
+  std::atomic<std::size_t> thread_count_{0};
 };
 
 }  // namespace weft::detail

@@ -1,4 +1,7 @@
+// weft — the per-level deque pool (deque_pool.hpp).
 #include "deque_pool.hpp"
+
+#include "live_objects.hpp"
 
 #include "weft/detail/assert.hpp"
 
@@ -21,6 +24,7 @@ deque_record* deque_pool::acquire(cache& c, unsigned level) {
   auto* d = new deque_record();
   d->level = level;  // published with the deque (release store or set lock)
   all_.push_back(d);
+  live_object_counts::add(live_objects().deques, 1);
   return d;
 }
 
@@ -39,6 +43,7 @@ void deque_pool::recycle(cache& c, deque_record* d) noexcept {
 void deque_pool::free_all() noexcept {
   lock_guard lock(mutex_);
   for (deque_record* d : all_) delete d;
+  live_object_counts::add(live_objects().deques, -static_cast<long>(all_.size()));
   all_.clear();
 }
 

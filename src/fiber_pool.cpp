@@ -1,4 +1,7 @@
+// weft — the fiber pool (fiber_pool.hpp).
 #include "fiber_pool.hpp"
+
+#include "live_objects.hpp"
 
 namespace weft::detail {
 
@@ -26,6 +29,7 @@ fiber* fiber_pool::acquire(cache& c) {
     fiber_sanitizer_create(f);
     lock_guard lock(mutex_);
     all_.push_back(f);
+    live_object_counts::add(live_objects().fibers, 1);
   }
   fiber_reset(f, entry_);
   return f;
@@ -47,6 +51,7 @@ void fiber_pool::free_all() noexcept {
     fiber_sanitizer_destroy(f);
     stacks_.release(f->stack);
     delete f;
+    live_object_counts::add(live_objects().fibers, -1);
   }
   all_.clear();
 }

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "io/io_backend.hpp"
+#include "io/io_driver.hpp"
 #include "overflow_guard.hpp"
 #include "own_threads.hpp"
 #include "weft/detail/deadline.hpp"
@@ -111,9 +111,9 @@ std::int64_t scheduler::outstanding_tasks() const noexcept {
   return started - finished;
 }
 
-io_backend* scheduler::io() {
+io_driver* scheduler::io() {
   // acquire: pairs with the release store below; the backend is constructed.
-  if (io_backend* b = io_ptr_.load(std::memory_order_acquire)) return b;
+  if (io_driver* b = io_ptr_.load(std::memory_order_acquire)) return b;
   lock_guard lock(io_mutex_);
   if (!io_) {
     switch (opts_.io) {
@@ -139,7 +139,7 @@ io_backend* scheduler::io() {
   return io_.get();
 }
 
-io_backend* scheduler_io_backend(scheduler* s) { return s->io(); }
+io_driver* scheduler_io_driver(scheduler* s) { return s->io(); }
 
 scheduler::~scheduler() {
   // Drain: wait (without spinning hot) until every async task has finished,

@@ -32,7 +32,7 @@
 
 namespace weft::detail {
 
-class io_backend;
+class io_driver;
 
 enum class resume_kind { woken, ready_again, yielded };
 
@@ -119,7 +119,7 @@ class scheduler {
   timer_service& timers() noexcept { return timers_; }
   blocking_pool& blocking() noexcept { return blocking_; }  // spawn_blocking's threads
   // The I/O backend, created on first use (thread-safe).
-  io_backend* io() WEFT_EXCLUDES(io_mutex_);
+  io_driver* io() WEFT_EXCLUDES(io_mutex_);
   // Puts a deque that holds work into a random worker's stealable set, unless
   // it is in one already. Any thread.
   // `preferred` >= 0 names the worker; -1 picks one at random.
@@ -225,9 +225,9 @@ class scheduler {
 
   mutex io_mutex_;
   // Written under io_mutex_; read without it only through io_ptr_ (below).
-  std::unique_ptr<io_backend> io_ WEFT_GUARDED_BY(io_mutex_);
+  std::unique_ptr<io_driver> io_ WEFT_GUARDED_BY(io_mutex_);
   bool io_shutdown_ WEFT_GUARDED_BY(io_mutex_) = false;
-  std::atomic<io_backend*> io_ptr_{nullptr};  // release-published io_.get()
+  std::atomic<io_driver*> io_ptr_{nullptr};  // release-published io_.get()
   // A worker is in (or entering) the backend's blocking poll: the poller
   // slot. Non-blocking polls are skipped meanwhile (the kernel wakes the
   // blocked poller; a concurrent poll could take the interrupt meant for it).

@@ -4,7 +4,7 @@
 // master moves workers between levels (src/aps_master.cpp). The order of the
 // first looks depends on the policy (steal_policy.hpp): find_work and
 // try_steal are templates on it.
-#include "io/io_backend.hpp"
+#include "io/io_driver.hpp"
 #include "weft/detail/arch.hpp"
 #include "overflow_guard.hpp"
 #include "scheduler.hpp"
@@ -115,13 +115,13 @@ bool scheduler::has_visible_work(unsigned level) const noexcept {
 void scheduler::interrupt_poller(void* self) noexcept {
   auto* s = static_cast<scheduler*>(self);
   // acquire: pairs with io()'s release publication.
-  if (io_backend* b = s->io_ptr_.load(std::memory_order_acquire)) b->interrupt();
+  if (io_driver* b = s->io_ptr_.load(std::memory_order_acquire)) b->interrupt();
 }
 
 unsigned scheduler::poll_io(worker* w) noexcept {
   (void)w;
   // acquire: pairs with io()'s release publication.
-  io_backend* b = io_ptr_.load(std::memory_order_acquire);
+  io_driver* b = io_ptr_.load(std::memory_order_acquire);
   if (!b || !b->has_waiters()) return 0;
   // relaxed: hints. A blocked poller is woken by the kernel itself; two
   // concurrent non-blocking polls would only split the same events.
@@ -137,7 +137,7 @@ unsigned scheduler::poll_io(worker* w) noexcept {
 void scheduler::poll_io_if_due(worker* w) noexcept {
   // Only every 64th call reads the clock.
   if (++w->poll_tick % 64 != 0) return;
-  io_backend* b = io_ptr_.load(std::memory_order_acquire);
+  io_driver* b = io_ptr_.load(std::memory_order_acquire);
   if (!b || !b->has_waiters()) return;
   const std::uint64_t now = now_ns();
   // relaxed: a rate limit; two workers polling at once is harmless.
@@ -153,7 +153,7 @@ void scheduler::park_worker(worker* w) {
     return stopping_.load(std::memory_order_acquire) ||
            w->level_switch_pending.load(std::memory_order_relaxed) || has_visible_work(w->level);
   };
-  io_backend* b = io_ptr_.load(std::memory_order_acquire);
+  io_driver* b = io_ptr_.load(std::memory_order_acquire);
   // One idle worker at a time waits in the backend's poll instead of on the
   // condition variable, while operations wait for readiness. acquire:
   // pairs with the release below (the previous poller is out).

@@ -10,6 +10,8 @@
 #include <new>
 #include <system_error>
 
+#include "live_objects.hpp"
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102  // Linux 6.13 uapi value
 #endif
@@ -79,12 +81,14 @@ stack_region stack_pool::acquire() {
   stack_region s = free_.back();
   free_.pop_back();
   ++in_use_;
+  live_object_counts::add(live_objects().stacks, 1);
   return s;
 }
 
 void stack_pool::release(const stack_region& s) noexcept {
   lock_guard lock(mutex_);
   --in_use_;
+  live_object_counts::add(live_objects().stacks, -1);
   free_.push_back(s);
 }
 

@@ -12,8 +12,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "weft/detail/mutex.hpp"
 
 namespace weft::detail {
 
@@ -25,7 +26,9 @@ struct timer_entry {
   void (*fire)(timer_entry*) noexcept = nullptr;
   void* context = nullptr;  // for fire: the object that owns this entry
   std::multimap<std::chrono::steady_clock::time_point, timer_entry*>::iterator pos;
-  bool armed = false;  // guarded by the service's lock
+  // Guarded by the service's lock (not WEFT_GUARDED_BY: the service is not
+  // known before add_then and its lock is private).
+  bool armed = false;
   class timer_service* service = nullptr;
 };
 
@@ -39,28 +42,32 @@ class timer_service {
   // Starts the timer thread if it is not running. Throws std::system_error
   // ("weft: cannot start the timer thread") if it cannot be created; the
   // service stays usable (the next call tries again).
-  void ensure_started();
+  void ensure_started() WEFT_EXCLUDES(mutex_);
   // ensure_started() must have returned before: neither starts a thread.
-  void add(timer_entry* e) noexcept;
+  void add(timer_entry* e) noexcept WEFT_EXCLUDES(mutex_);
   // Adds e, then calls then(e, arg) while still holding the lock (so the timer
   // cannot fire, nor cancel() return, before `then` is done).
-  void add_then(timer_entry* e, void (*then)(timer_entry*, void*) noexcept, void* arg) noexcept;
+  void add_then(timer_entry* e, void (*then)(timer_entry*, void*) noexcept, void* arg) noexcept
+      WEFT_EXCLUDES(mutex_);
   // From inside `then` or a fire callback only: removes e if armed.
   static void disarm_locked(timer_entry* e) noexcept;
   // Returns true if the entry was removed before firing. Either way, when it
   // returns the timer thread no longer touches the entry.
-  bool cancel(timer_entry* e) noexcept;
+  bool cancel(timer_entry* e) noexcept WEFT_EXCLUDES(mutex_);
   // Every deadline counts as reached from now on (runtime shutdown).
-  void expire_all() noexcept;
+  void expire_all() noexcept WEFT_EXCLUDES(mutex_);
 
  private:
-  void run();
-  mutable std::mutex mutex_;
+  void run() WEFT_EXCLUDES(mutex_);
+  mutex mutex_;
   std::condition_variable cv_;
-  std::multimap<std::chrono::steady_clock::time_point, timer_entry*> entries_;  // guarded by mutex_
-  bool stop_ = false;      // guarded by mutex_
-  bool expired_ = false;   // guarded by mutex_: expire_all() was called
-  std::thread thread_;     // guarded by mutex_: started by ensure_started()
+  std::multimap<std::chrono::steady_clock::time_point, timer_entry*> entries_
+      WEFT_GUARDED_BY(mutex_);
+  bool stop_ WEFT_GUARDED_BY(mutex_) = false;
+  bool expired_ WEFT_GUARDED_BY(mutex_) = false;  // expire_all() was called
+  // Started by ensure_started(). Joined by the destructor without the lock:
+  // by then nothing else can call ensure_started().
+  std::thread thread_ WEFT_GUARDED_BY(mutex_);
 };
 
 }  // namespace weft::detail

@@ -30,7 +30,7 @@ struct odd_clock {
   using period = std::ratio<3, 7>;
   using duration = std::chrono::duration<rep, period>;
   using time_point = std::chrono::time_point<odd_clock>;
-  static constexpr bool is_steady = false;
+  [[maybe_unused]] static constexpr bool is_steady = false;  // a Clock's member; unused here
   static time_point now() noexcept {
     return time_point(duration_cast<duration>(steady_clock::now().time_since_epoch() % hours(24)));
   }

@@ -505,6 +505,30 @@ TEST_P(RuntimeTest, ZeroGraceEndsSleepsAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
 
+// The per-test leak check (test_util.cpp) must see what a runtime holds: while
+// a runtime lives with a blocked task, its fibers, stacks, deques and worker
+// threads are above the counts from before it; destroying it brings every
+// count back (the same comparison the check makes after each test).
+TEST_P(RuntimeTest, LeakCheckSeesWhatALiveRuntimeHolds) {
+  const resource_counts before = resource_counts::now();
+  auto rt = std::make_unique<weft::runtime>(options());
+  weft::ivar<int> iv;
+  auto blocked = rt->async([&iv] { return iv.get(); });  // keeps its fiber while blocked
+  ASSERT_TRUE(spin_until([&] { return rt->stats().fibers_suspended > 0; }));
+  const resource_counts during = resource_counts::now();
+  EXPECT_GT(during.fibers, before.fibers);
+  EXPECT_GT(during.stacks, before.stacks);
+  EXPECT_GT(during.deques, before.deques);
+  EXPECT_GE(during.threads, before.threads + static_cast<int>(workers()));
+  EXPECT_NE(describe_leak(before, during), "");
+  iv.put(7);
+  EXPECT_EQ(blocked.get(), 7);
+  rt.reset();
+  // A joined thread's /proc entry may outlive the join by a moment.
+  EXPECT_TRUE(spin_until([&] { return resource_counts::now() == before; }, 5s))
+      << describe_leak(before, resource_counts::now());
+}
+
 TEST(RuntimeOptions, DefaultShutdownGraceIsOneSecond) {
   EXPECT_EQ(weft::options{}.shutdown_grace, std::chrono::milliseconds(1000));
   auto rt = std::make_unique<weft::runtime>(make_options(2));

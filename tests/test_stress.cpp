@@ -273,13 +273,13 @@ TEST_P(RandomDag, MatchesSerialEvaluation) {
 // running at once: lots of concurrent suspensions and wake-ups.
 TEST_P(RandomDag, ConcurrentPipelines) {
   constexpr int kPipes = 32;
-  const int kLen = static_cast<int>(scaled(200, 50));
+  constexpr int kLen = static_cast<int>(scaled(200, 50));
   weft::runtime rt(options());
   long total = rt.run([&] {
     std::atomic<long> sum{0};
     weft::task_group g;
     for (int p = 0; p < kPipes; ++p) {
-      g.spawn([&sum, p, kLen] {
+      g.spawn([&sum, p] {
         std::vector<weft::ivar<long>> stage(static_cast<std::size_t>(kLen));
         auto [consumed, produced] = weft::fork_join(
             [&] {

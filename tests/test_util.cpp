@@ -9,6 +9,11 @@
 #include <iostream>
 #include <mutex>
 #include <random>
+#include <sstream>
+
+// The process-wide live counts of fibers, stacks and deques (an internal
+// header of the library, not installed; the leak check below is its reader).
+#include "../src/live_objects.hpp"
 
 // ThreadSanitizer cannot see the reference counting of std::exception_ptr:
 // it lives in libstdc++.so, which is not instrumented (eh_ptr.cc, and
@@ -95,6 +100,26 @@ scoped_env::~scoped_env() {
   }
 }
 
+resource_counts resource_counts::now() {
+  using weft::detail::live_object_counts;
+  auto& live = weft::detail::live_objects();
+  return {live_object_counts::read(live.fibers), live_object_counts::read(live.stacks),
+          live_object_counts::read(live.deques), thread_count(), open_fd_count()};
+}
+
+std::string describe_leak(const resource_counts& before, const resource_counts& after) {
+  std::ostringstream o;
+  auto item = [&](const char* what, long b, long a) {
+    if (a != b) o << (o.tellp() > 0 ? ", " : "") << what << " " << b << " -> " << a;
+  };
+  item("fibers", before.fibers, after.fibers);
+  item("stacks", before.stacks, after.stacks);
+  item("deques", before.deques, after.deques);
+  item("threads", before.threads, after.threads);
+  item("descriptors", before.fds, after.fds);
+  return o.str();
+}
+
 namespace {
 
 // Per-test watchdog: a test that runs longer than the limit (default 120 s,
@@ -178,6 +203,55 @@ class watchdog_listener : public ::testing::EmptyTestEventListener {
 
 [[maybe_unused]] const bool watchdog_registered = [] {
   ::testing::UnitTest::GetInstance()->listeners().Append(new watchdog_listener);
+  return true;
+}();
+
+// Per-test leak check: after every test that passed so far, the fibers,
+// fiber stacks and deques alive in the process (weft::detail::live_objects),
+// the threads (/proc/self/task) and the open descriptors (/proc/self/fd) must
+// be back where they were when the test started: every runtime a test creates
+// is destroyed by its end, and a destroyed runtime frees its pools and joins
+// every thread it started (workers, the APS master, timer, I/O and
+// spawn_blocking helper threads, whose idle ones ~blocking_pool stops).
+//
+// Fibers, stacks and deques are compared at once: ~runtime's free_pools runs
+// on the test's thread. Threads and descriptors get a grace period: a joined
+// thread's /proc/self/task entry can outlive the join by a moment (the kernel
+// reaps it after waking the joiner), and so can a descriptor closed by such a
+// thread. A test that already failed is not checked: it may leak a hung
+// runtime on purpose (run_bounded).
+class leak_check_listener : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestStart(const ::testing::TestInfo&) override { before_ = resource_counts::now(); }
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    const ::testing::TestResult* r = info.result();
+    if (r->Skipped() || r->Failed()) return;
+    resource_counts after = resource_counts::now();
+    const resource_counts at_end = after;  // fibers, stacks, deques: no grace
+    auto grace_end = std::chrono::steady_clock::now() + (sanitizer_build ? 10s : 2s);
+    while ((after.threads != before_.threads || after.fds != before_.fds) &&
+           std::chrono::steady_clock::now() < grace_end) {
+      std::this_thread::sleep_for(1ms);
+      after = resource_counts::now();
+    }
+    after.fibers = at_end.fibers;
+    after.stacks = at_end.stacks;
+    after.deques = at_end.deques;
+    if (!(after == before_)) {
+      ADD_FAILURE() << "leak check: " << info.test_suite_name() << "." << info.name()
+                    << " did not leave the process as it found it: "
+                    << describe_leak(before_, after) << " (see tests/test_util.cpp)";
+    }
+  }
+
+ private:
+  resource_counts before_{};
+};
+
+// Appended after the watchdog listener: its thread already runs when
+// OnTestStart takes the first snapshot.
+[[maybe_unused]] const bool leak_check_registered = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new leak_check_listener);
   return true;
 }();
 

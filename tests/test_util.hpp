@@ -53,6 +53,11 @@ inline weft::options make_options(unsigned workers, std::size_t stack_size = 0) 
   return o;
 }
 
+// Every test of a binary that links test_util.cpp (core, priority and I/O
+// tests), this fixture's included, is followed by a leak check: fibers,
+// stacks, deques, threads and descriptors must be back where they were when
+// it started (test_util.cpp, leak_check_listener).
+//
 // Fixture parameterised over worker counts (marl style) and steal policies:
 // 1 worker (every blocking point must be served by the single worker), 2
 // (= the cores of CI) and 8 (oversubscribed), each with the proactive (ProWS)
@@ -146,6 +151,18 @@ long peak_rss_kib();           // getrusage(RUSAGE_SELF).ru_maxrss
 long current_rss_kib();        // VmRSS from /proc/self/status
 int open_fd_count();           // entries of /proc/self/fd
 int thread_count();            // entries of /proc/self/task
+
+// What the per-test leak check (test_util.cpp) compares before and after
+// every test: weft's live fibers, stacks and deques (process-wide), the
+// threads and the open descriptors.
+struct resource_counts {
+  long fibers, stacks, deques;
+  int threads, fds;
+  static resource_counts now();
+  bool operator==(const resource_counts&) const = default;
+};
+// "fibers 0 -> 2, threads 3 -> 5": what differs.
+std::string describe_leak(const resource_counts& before, const resource_counts& after);
 
 // A test-local seed: WEFT_TEST_SEED if set, else random. Always printed.
 unsigned long long test_seed();

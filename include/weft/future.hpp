@@ -280,6 +280,42 @@ auto launch_async(scheduler* s, F&& f, Args&&... args)
 template <class T> struct shared_get_result { using type = const T&; };
 template <> struct shared_get_result<void> { using type = void; };
 
+// The waits future<T> and shared_future<T> share, so that no wait of either
+// can skip a step: the no_state check, then the run-time priority check
+// (builds with WEFT_PRIORITY_CHECKS), then the wait. get() of each starts with
+// checked() too; what follows differs (future::get may run its own child
+// inline and consumes the state; shared_future::get only waits and reads).
+struct future_waits {
+  static future_state_base& checked(future_state_base* s) {
+    if (!s) throw_future_error(std::future_errc::no_state);
+    check_wait_priority(s->level());
+    return *s;
+  }
+  static void wait(future_state_base* s) { checked(s).wait(); }
+  // Any duration or clock, max() and min() included: conversions saturate.
+  template <class Rep, class Period>
+  static std::future_status wait_for(future_state_base* s, const std::chrono::duration<Rep, Period>& d) {
+    future_state_base& st = checked(s);
+    return status(st.wait_until(deadline_after(d)));
+  }
+  template <class Clock, class Duration>
+  static std::future_status wait_until(future_state_base* s,
+                                       const std::chrono::time_point<Clock, Duration>& t) {
+    future_state_base& st = checked(s);
+    return status(st.wait_until(to_steady_deadline(t)));
+  }
+  // Not a wait: no priority check.
+  static bool is_ready(const future_state_base* s) {
+    if (!s) throw_future_error(std::future_errc::no_state);
+    return s->ready();
+  }
+
+ private:
+  static std::future_status status(bool ready) noexcept {
+    return ready ? std::future_status::ready : std::future_status::timeout;
+  }
+};
+
 template <class T>
 decltype(auto) get_value(future_state<T>* s) {
   if (s->error()) {
@@ -307,36 +343,22 @@ class future {
   ~future() { reset(); }
 
   bool valid() const noexcept { return state_ != nullptr; }
-  bool is_ready() const {
-    check();
-    return state_->ready();
-  }
-  void wait() const {
-    check();
-    detail::check_wait_priority(state_->level());
-    state_->wait();
-  }
+  bool is_ready() const { return detail::future_waits::is_ready(state_); }
+  void wait() const { detail::future_waits::wait(state_); }
   // Any duration or clock, max() and min() included: conversions saturate.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
-    check();
-    detail::check_wait_priority(state_->level());
-    return state_->wait_until(detail::deadline_after(d)) ? std::future_status::ready
-                                                         : std::future_status::timeout;
+    return detail::future_waits::wait_for(state_, d);
   }
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
-    check();
-    detail::check_wait_priority(state_->level());
-    return state_->wait_until(detail::to_steady_deadline(t)) ? std::future_status::ready
-                                                             : std::future_status::timeout;
+    return detail::future_waits::wait_until(state_, t);
   }
 
   // Waits, then returns the value (moved out) or rethrows the exception. The
   // future is invalid afterwards; a second get() throws future_error(no_state).
   T get() {
-    check();
-    detail::check_wait_priority(state_->level());
+    detail::future_waits::checked(state_);
     bool owned = state_->run_inline_if_own_child();
     if (!owned) {
       if (detail::worker_view* w = detail::current_worker()) detail::strand_boundary(w);
@@ -367,9 +389,6 @@ class future {
   friend class shared_future<T>;
   friend struct detail::future_access;
   explicit future(detail::future_state<T>* s) noexcept : state_(s) {}
-  void check() const {
-    if (!state_) detail::throw_future_error(std::future_errc::no_state);
-  }
   void reset() noexcept {
     if (state_) state_->release();
     state_ = nullptr;
@@ -394,40 +413,25 @@ class shared_future {
   ~shared_future() { if (state_) state_->release(); }
 
   bool valid() const noexcept { return state_ != nullptr; }
-  bool is_ready() const { check(); return state_->ready(); }
-  void wait() const {
-    check();
-    detail::check_wait_priority(state_->level());
-    state_->wait();
-  }
+  bool is_ready() const { return detail::future_waits::is_ready(state_); }
+  void wait() const { detail::future_waits::wait(state_); }
   // Any duration or clock, max() and min() included: conversions saturate.
   template <class Rep, class Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
-    check();
-    detail::check_wait_priority(state_->level());
-    return state_->wait_until(detail::deadline_after(d)) ? std::future_status::ready
-                                                         : std::future_status::timeout;
+    return detail::future_waits::wait_for(state_, d);
   }
   template <class Clock, class Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
-    check();
-    detail::check_wait_priority(state_->level());
-    return state_->wait_until(detail::to_steady_deadline(t)) ? std::future_status::ready
-                                                             : std::future_status::timeout;
+    return detail::future_waits::wait_until(state_, t);
   }
   // Waits, then returns a reference to the value (void for T = void) or
   // rethrows the stored exception. May be called any number of times.
   typename detail::shared_get_result<T>::type get() const {
-    check();
-    detail::check_wait_priority(state_->level());
-    state_->wait();
+    detail::future_waits::wait(state_);
     return detail::get_value(state_);
   }
 
  private:
-  void check() const {
-    if (!state_) detail::throw_future_error(std::future_errc::no_state);
-  }
   detail::future_state<T>* state_ = nullptr;
 };
 

@@ -43,7 +43,7 @@ class mvar {
   mvar& operator=(const mvar&) = delete;
   ~mvar() {
     lock_.lock();
-    for (detail::wait_list* l : {&takers_, &readers_, &putters_})
+    for (detail::wait_list* l : {&takers_, &readers_, &putters_})  // under lock_
       while (detail::wait_node* n = l->claim_front()) detail::finish_wait(n, detail::wait_outcome::destroyed);
     lock_.unlock();
   }
@@ -117,20 +117,24 @@ class mvar {
     throw mvar_error("weft::mvar: the mvar was destroyed while this task waited on it");
   }
 
-  // Parks the caller (lock held, node queued in `list`). deadline min():
-  // do not wait.
-  [[gnu::noinline]] bool park_in(detail::wait_list& list, node& n, detail::wait_record& rec, detail::steady_time deadline) {
+  // Parks the caller (lock held, node queued in `list`, one of this mvar's
+  // lists); returns with the lock released. deadline min(): do not wait.
+  // park's protocol (release once paused, re-take to withdraw on a timeout)
+  // is not one the analysis can follow; its contract is in the annotation.
+  [[gnu::noinline]] bool park_in(detail::wait_list& list, node& n, detail::wait_record& rec,
+                                 detail::steady_time deadline) WEFT_RELEASE(lock_) WEFT_NO_THREAD_SAFETY_ANALYSIS {
     list.push_back(&n);
     const bool done = detail::park(
-        rec, deadline, [this] { lock_.lock(); }, [this] { lock_.unlock(); },
-        [&list, &n] { list.unlink(&n); });
+        rec, deadline, [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); },
+        [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); },
+        [&list, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { list.unlink(&n); });  // park: lock_ held
     if (done && rec.outcome == detail::wait_outcome::destroyed) destroyed();
     return done;
   }
 
   // Lock held, mvar empty: `v` goes to the waiting readers (copies), then to
   // the first waiting taker, or into the box. Returns with the lock held.
-  void deliver_locked(T& v) {
+  void deliver_locked(T& v) WEFT_REQUIRES(lock_) {
     // A move-only T has no read() (it copies), so no readers either.
     if constexpr (std::is_copy_constructible_v<T>) {
       while (node* r = readers_.claim_front()) {
@@ -165,7 +169,7 @@ class mvar {
   }
 
   // Lock held: the box was just emptied; refill it from the first waiting putter.
-  void refill_locked() {
+  void refill_locked() WEFT_REQUIRES(lock_) {
     if (node* p = putters_.claim_front()) {
       T& pv = *static_cast<T*>(p->slot);
       deliver_locked(pv);
@@ -210,10 +214,10 @@ class mvar {
   }
 
   mutable detail::spin_lock lock_;
-  std::optional<T> value_;       // guarded by lock_
-  detail::wait_list takers_;     // guarded by lock_: slot = std::optional<T>*
-  detail::wait_list readers_;    // guarded by lock_: slot = std::optional<T>*
-  detail::wait_list putters_;    // guarded by lock_: slot = T* (moved from)
+  std::optional<T> value_ WEFT_GUARDED_BY(lock_);
+  detail::wait_list takers_ WEFT_GUARDED_BY(lock_);   // slot = std::optional<T>*
+  detail::wait_list readers_ WEFT_GUARDED_BY(lock_);  // slot = std::optional<T>*
+  detail::wait_list putters_ WEFT_GUARDED_BY(lock_);  // slot = T* (moved from)
 };
 
 }  // namespace weft

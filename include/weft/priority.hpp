@@ -16,6 +16,11 @@
 //     b.get(ctx);   // error: priority inversion (waiter 0, awaited 5)
 //   }
 //
+// Only the runtime makes a task_context (it passes each task its own);
+// at_priority<P> names the level of new work and is not a context, so a task
+// cannot claim a level it does not run at. this_task::context<P>() hands a
+// task its context after checking its level at run time.
+//
 // Run-time form — when a level is known only at run time:
 //   weft::async(weft::priority{2}, fn, args...) returns a weft::future; in
 //   builds with WEFT_PRIORITY_CHECKS (on unless NDEBUG), get()/wait() from a
@@ -29,23 +34,66 @@
 
 #include "weft/future.hpp"
 #include "weft/priority_level.hpp"
+#include "weft/runtime.hpp"
 #include "weft/task_group.hpp"
 
 namespace weft {
 
-// The typed context of a task of level P (see the top of this file).
+template <unsigned P> class task_context;
+template <unsigned P> class priority_task_group;
+
+// The level of NEW work, named at compile time: what async, rt.run and
+// priority_task_group::spawn take (weft::at_priority<P>). Anyone may name a
+// level to create work at; it is not a context and cannot stand for one.
+template <unsigned P>
+struct priority_tag {
+  static_assert(P < priority_levels, "weft::priority_tag<P>: P must be < weft::priority_levels");
+  static constexpr unsigned level = P;
+  constexpr priority value() const noexcept { return priority(P); }
+};
+
+template <unsigned P>
+inline constexpr priority_tag<P> at_priority{};
+
+namespace detail {
+template <unsigned P> struct always_false_level : std::false_type {};
+template <unsigned P> struct typed_async;
+template <unsigned P> struct checked_context;
+
+// The only code that makes a task_context. make<P>() is private; each friend
+// hands the context it makes only to a callable that runs as a task of level
+// P (or, checked_context, to a task it has checked runs at level P):
+//   typed_async<P>        weft::async(at_priority<P>, fn, args...)
+//   priority_task_group   spawn(fn) / spawn(at_priority<C>, fn)
+//   runtime               rt.run(at_priority<P>, fn)
+//   checked_context<P>    weft::this_task::context<P>()
+class context_access {
+  template <unsigned P>
+  static constexpr task_context<P> make() noexcept { return task_context<P>(); }
+  template <unsigned> friend struct typed_async;
+  template <unsigned> friend class weft::priority_task_group;
+  template <unsigned> friend struct checked_context;
+  friend class weft::runtime;
+};
+}  // namespace detail
+
+// The typed context of a task of level P (see the top of this file): the
+// proof, checked at compile time, that the code holding it runs at level P.
+// Only the runtime makes one (detail::context_access); a task receives its
+// own as the first argument of its callable. Copyable, so that it can be
+// passed down to the functions the task calls.
 template <unsigned P>
 class task_context {
   static_assert(P < priority_levels, "weft::task_context<P>: P must be < weft::priority_levels");
 
  public:
   static constexpr unsigned level = P;
-  constexpr task_context() noexcept = default;
   constexpr priority value() const noexcept { return priority(P); }
-};
 
-template <unsigned P>
-inline constexpr task_context<P> at_priority{};
+ private:
+  constexpr task_context() noexcept = default;
+  friend class detail::context_access;
+};
 
 namespace detail {
 // The compile-time check. When it fires, the compiler names the template
@@ -82,6 +130,24 @@ class priority_future {
     static_assert(detail::check_no_priority_inversion<Q, P>::ok);
     f_.wait();
   }
+  // get(at_priority<Q>) / wait(at_priority<Q>): a tag names the level of new
+  // work, not the waiter's; accepting it would let any task claim any level.
+  template <unsigned Q>
+  T get(priority_tag<Q>) {
+    static_assert(detail::always_false_level<Q>::value,
+                  "weft: get/wait take the waiting task's own task_context (the runtime passes "
+                  "it to the task); weft::at_priority<P> names the level of new work and is not "
+                  "a context");
+    return f_.get();
+  }
+  template <unsigned Q>
+  void wait(priority_tag<Q>) const {
+    static_assert(detail::always_false_level<Q>::value,
+                  "weft: get/wait take the waiting task's own task_context (the runtime passes "
+                  "it to the task); weft::at_priority<P> names the level of new work and is not "
+                  "a context");
+    f_.wait();
+  }
   // For threads outside the runtime, which have no priority. Throws
   // std::logic_error when called from a task (use get(ctx) there).
   T get_outside_runtime() {
@@ -94,13 +160,41 @@ class priority_future {
   future<T> f_;
 };
 
-// Typed async: runs fn(task_context<P>{}, args...) as a task of level P.
+namespace detail {
+template <unsigned P>
+struct typed_async {
+  // Runs fn(ctx, args...) as a task of level P, ctx being that task's context.
+  template <class F, class... Args>
+  static auto launch(F&& fn, Args&&... args)
+      -> priority_future<std::invoke_result_t<std::decay_t<F>, task_context<P>, std::decay_t<Args>...>, P> {
+    using R = std::invoke_result_t<std::decay_t<F>, task_context<P>, std::decay_t<Args>...>;
+    return priority_future<R, P>(launch_async_at(nullptr, static_cast<int>(P), std::forward<F>(fn),
+                                                 context_access::make<P>(), std::forward<Args>(args)...));
+  }
+};
+
+// weft::this_task::context<P>(): the calling task's context, after checking
+// at run time that it runs at level P.
+template <unsigned P>
+struct checked_context {
+  static task_context<P> get() {
+    worker_view* w = require_worker("weft::this_task::context");
+    // Priority-oblivious mode runs every task at the default level whatever
+    // its priority, so no wait is an inversion there: nothing to check.
+    if (w->tracks_levels && w->level != P)
+      throw std::logic_error("weft::this_task::context<" + std::to_string(P) +
+                             ">: the calling task runs at level " + std::to_string(w->level));
+    return context_access::make<P>();
+  }
+};
+}  // namespace detail
+
+// Typed async: runs fn(ctx, args...) as a task of level P, where ctx is the
+// new task's task_context<P>.
 template <unsigned P, class F, class... Args>
-[[nodiscard]] auto async(task_context<P>, F&& fn, Args&&... args)
+[[nodiscard]] auto async(priority_tag<P>, F&& fn, Args&&... args)
     -> priority_future<std::invoke_result_t<std::decay_t<F>, task_context<P>, std::decay_t<Args>...>, P> {
-  using R = std::invoke_result_t<std::decay_t<F>, task_context<P>, std::decay_t<Args>...>;
-  return priority_future<R, P>(detail::launch_async_at(
-      nullptr, static_cast<int>(P), std::forward<F>(fn), task_context<P>{}, std::forward<Args>(args)...));
+  return detail::typed_async<P>::launch(std::forward<F>(fn), std::forward<Args>(args)...);
 }
 
 // Run-time priority async: a weft::future whose waits are checked in builds
@@ -123,13 +217,14 @@ class priority_task_group {
   // Spawns fn(task_context<P>) at the owner's level.
   template <class F>
   void spawn(F&& fn) {
-    group_.spawn([f = std::forward<F>(fn)]() mutable { f(task_context<P>{}); });
+    group_.spawn([f = std::forward<F>(fn)]() mutable { f(detail::context_access::make<P>()); });
   }
   // Spawns fn(task_context<C>) at level C <= P.
   template <unsigned C, class F>
-  void spawn(task_context<C>, F&& fn) {
+  void spawn(priority_tag<C>, F&& fn) {
     static_assert(detail::check_no_priority_inversion<P, C>::ok);
-    group_.spawn([f = std::forward<F>(fn)]() mutable { f(task_context<C>{}); }, priority(C));
+    group_.spawn([f = std::forward<F>(fn)]() mutable { f(detail::context_access::make<C>()); },
+                 priority(C));
   }
   void sync() { group_.sync(); }
 
@@ -147,6 +242,24 @@ auto fork_join(task_context<P> ctx, F&& f, G&& g) {
 namespace this_task {
 // The level of the calling task (default_priority_level outside a runtime).
 priority current_priority() noexcept;
+
+// The calling task's task_context<P>, to enter the typed form from code that
+// knows its level only at run time. Throws std::logic_error outside a task,
+// and from a task whose level is not P (in priority-oblivious mode, where
+// levels are not tracked, any P is accepted).
+template <unsigned P>
+task_context<P> context() {
+  return detail::checked_context<P>::get();
+}
 }  // namespace this_task
+
+// Typed root: runs f(ctx) at level P, ctx being the root task's context.
+// Called from a task of this runtime, run() calls f in that task (see
+// run(F&&)), which is allowed only if that task runs at level P.
+template <unsigned P, class F>
+auto runtime::run(priority_tag<P>, F&& f) {
+  if (detail::is_worker_of(*sched_)) return f(detail::checked_context<P>::get());
+  return run(priority(P), [&f] { return f(detail::context_access::make<P>()); });
+}
 
 }  // namespace weft

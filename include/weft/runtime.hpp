@@ -15,7 +15,7 @@
 
 namespace weft {
 
-template <unsigned P> class task_context;
+template <unsigned P> struct priority_tag;
 
 namespace detail {
 bool is_worker_of(const scheduler& s) noexcept;
@@ -117,11 +117,10 @@ class runtime {
     if (detail::is_worker_of(*sched_)) return std::forward<F>(f)();
     return detail::launch_async_at(sched_.get(), static_cast<int>(p.level()), std::forward<F>(f)).get();
   }
-  // Typed root (weft/priority.hpp): runs f(task_context<P>{}) at level P.
+  // Typed root: runs f(ctx) at level P, ctx being the root task's
+  // task_context<P>. Defined in weft/priority.hpp, which declares the types.
   template <unsigned P, class F>
-  auto run(task_context<P> ctx, F&& f) {
-    return run(priority(P), [&f, ctx] { return f(ctx); });
-  }
+  auto run(priority_tag<P>, F&& f);
 
   // Starts f(args...) as a task from any thread; the future may be waited on
   // from any thread.

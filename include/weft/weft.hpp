@@ -1,4 +1,6 @@
-// weft — a work-stealing runtime with lazily promoted fibers. Umbrella header.
+// weft — a work-stealing runtime with lazily promoted fibers. Umbrella header:
+// every public header except the I/O layer (weft/io.hpp, weft/resolve.hpp),
+// which a program includes itself (docs/api.md).
 #pragma once
 
 #include "weft/blocking.hpp"

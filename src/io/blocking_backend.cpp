@@ -35,13 +35,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "io_backend.hpp"
+#include "io_driver.hpp"
+#include "weft/detail/assert.hpp"
+#include "weft/detail/mutex.hpp"
 
 namespace weft::detail {
 
@@ -52,8 +53,8 @@ constexpr std::chrono::milliseconds slice{50};  // cancellation and shutdown lat
 
 // The process-wide lock of every blocking backend (see the top of the file).
 // Heap-allocated and never freed: usable at any point of process exit.
-std::mutex& lanes_mutex() {
-  static auto* m = new std::mutex;
+mutex& lanes_mutex() {
+  static auto* m = new mutex;
   return *m;
 }
 std::condition_variable& performers_done() {
@@ -63,31 +64,31 @@ std::condition_variable& performers_done() {
 
 // Lane key: (fd, direction) for descriptors; a timeout is its own lane
 // (keyed by its address, low bits 11, which no descriptor key has).
-std::uint64_t lane_key(const io_operation* op) noexcept {
+std::uint64_t lane_key(const io_op* op) noexcept {
   if (op->kind == io_kind::timeout)
     return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(op)) | 3u;
   const std::uint64_t dir = direction_of(op->kind) == io_direction::in ? 1u : 2u;
   return (static_cast<std::uint64_t>(static_cast<unsigned>(op->fd)) << 2) | dir;
 }
 
-class blocking_backend final : public io_backend {
+class blocking_backend final : public io_driver {
  public:
   ~blocking_backend() override {
     // Every operation has completed (begin_shutdown ran first), but a
     // performer may still be between its system call and its bookkeeping.
-    std::unique_lock lock(lanes_mutex());
-    performers_done().wait(lock, [&] { return performers_ == 0; });
+    unique_lock lock(lanes_mutex());
+    while (performers_ != 0) lock.wait(performers_done());
   }
 
   const char* name() const noexcept override { return "blocking"; }
 
-  void submit(io_operation* op, worker_view*) override {
+  void submit(io_op* op, worker_view*) override {
     if (op->kind == io_kind::timeout) {
       if (op->deadline <= clock::now()) {
         io_complete(op, 0);
         return;
       }
-      std::lock_guard lock(lanes_mutex());
+      lock_guard lock(lanes_mutex());
       if (shutting_down_) {
         io_complete(op, -ECANCELED);
         return;
@@ -103,7 +104,7 @@ class blocking_backend final : public io_backend {
     }
     const std::uint64_t key = lane_key(op);
     {
-      std::lock_guard lock(lanes_mutex());
+      lock_guard lock(lanes_mutex());
       if (shutting_down_) {
         io_complete(op, -ECANCELED);
         return;
@@ -121,7 +122,7 @@ class blocking_backend final : public io_backend {
       io_complete(op, r);
       return;
     }
-    std::lock_guard lock(lanes_mutex());
+    lock_guard lock(lanes_mutex());
     if (shutting_down_) {
       io_complete(op, -ECANCELED);
       return;
@@ -129,11 +130,11 @@ class blocking_backend final : public io_backend {
     defer_locked(op);
   }
 
-  void cancel(io_operation* op) override {
+  void cancel(io_op* op) override {
     // op->cancel_requested is set. A queued operation nobody performs now is
     // completed here; the one being performed is completed by its performer
     // within a slice.
-    std::lock_guard lock(lanes_mutex());
+    lock_guard lock(lanes_mutex());
     if (op->done.is_set()) return;
     auto it = lanes_.find(lane_key(op));
     if (it == lanes_.end()) return;
@@ -146,15 +147,15 @@ class blocking_backend final : public io_backend {
     io_complete(op, -ECANCELED);
   }
 
-  // io::close (io_backend::close_fd). Queued operations on fd fail at once.
+  // io::close (io_driver::close_fd). Queued operations on fd fail at once.
   // One being performed is marked (fd_closed); its performer sees the mark
   // within a poll slice (it is in poll(2) on fd for at most `slice`, 50 ms:
   // closing a descriptor does not wake a poll on it) and completes it with
   // EBADF; we wait for that completion with weft's suspension.
   void close_fd(int fd) override {
-    std::vector<io_operation*> performed;
+    std::vector<io_op*> performed;
     {
-      std::lock_guard lock(lanes_mutex());
+      lock_guard lock(lanes_mutex());
       for (std::uint64_t dir : {1u, 2u}) {
         auto it = lanes_.find((static_cast<std::uint64_t>(static_cast<unsigned>(fd)) << 2) | dir);
         if (it == lanes_.end()) continue;
@@ -167,21 +168,22 @@ class blocking_backend final : public io_backend {
           lanes_.erase(it);
           continue;
         }
-        io_operation* op = l.ops.front();
-        // release: the performer reads it (acquire) without the lock.
+        io_op* op = l.ops.front();
+        // release: see io_op::fd_closed (the performer reads it without the
+        // lock).
         op->fd_closed.store(true, std::memory_order_release);
         op->add_ref();
         performed.push_back(op);
       }
     }
-    for (io_operation* op : performed) {
+    for (io_op* op : performed) {
       wait(op->done);
       op->release();
     }
   }
 
   void begin_shutdown() override {
-    std::lock_guard lock(lanes_mutex());
+    lock_guard lock(lanes_mutex());
     shutting_down_ = true;
     for (auto it = lanes_.begin(); it != lanes_.end();) {
       lane& l = it->second;
@@ -196,8 +198,9 @@ class blocking_backend final : public io_backend {
 
   // Performs `op` (and the operations ahead of it in its lane) in the calling
   // task or thread until it completes or `deadline` passes. Returns with the
-  // process-wide lock released.
-  void drive(io_operation* op, clock::time_point deadline, std::unique_lock<std::mutex>& lock) noexcept {
+  // process-wide lock held, as on entry (it is let go of while waiting and
+  // performing).
+  void drive(io_op* op, clock::time_point deadline) noexcept WEFT_REQUIRES(lanes_mutex()) {
     const std::uint64_t key = lane_key(op);
     while (!op->done.is_set()) {
       auto it = lanes_.find(key);
@@ -207,25 +210,27 @@ class blocking_backend final : public io_backend {
         // Another waiter performs this lane: wait for our own operation, and
         // look again now and then in case that performer leaves.
         if (deadline <= clock::now()) return;
-        lock.unlock();
+        lanes_mutex().unlock();
         const clock::time_point until = std::min(deadline, clock::now() + slice);
         (void)wait_until(op->done, until);
-        lock.lock();
+        lanes_mutex().lock();
         continue;
       }
-      io_operation* front = l.ops.front();
+      io_op* front = l.ops.front();
       l.performing = true;
       ++performers_;
-      lock.unlock();
+      lanes_mutex().unlock();
       long long r = perform(front, deadline);
-      lock.lock();
+      lanes_mutex().lock();
       --performers_;
+      WEFT_ASSERT(performers_ >= 0, "blocking backend: more performers left than entered");
       // lanes_ may have been rehashed while unlocked: find the lane again.
       it = lanes_.find(key);
       lane& again = it->second;
       again.performing = false;
       // io::close marked it while its deadline ended the performance: it is
       // over all the same (close_fd waits for its completion).
+      // acquire: see io_op::fd_closed (stored under the lock we hold).
       if (r == -EAGAIN && front->fd_closed.load(std::memory_order_acquire)) r = -EBADF;
       if (r != -EAGAIN) {
         again.ops.pop_front();
@@ -239,26 +244,26 @@ class blocking_backend final : public io_backend {
 
  private:
   struct lane {
-    std::deque<io_operation*> ops;  // deferred, in start order
+    std::deque<io_op*> ops;  // deferred, in start order
     bool performing = false;        // a waiter is performing ops.front()
   };
 
-  void defer_locked(io_operation* op) {
+  void defer_locked(io_op* op) WEFT_REQUIRES(lanes_mutex()) {
     op->deferred = true;
     lanes_[lane_key(op)].ops.push_back(op);
   }
 
-  bool stop_requested(io_operation* op) noexcept {
-    // acquire: pairs with io_cancel's release store.
+  bool stop_requested(io_op* op) noexcept WEFT_EXCLUDES(lanes_mutex()) {
+    // acquire: see io_op::cancel_requested.
     if (op->cancel_requested.load(std::memory_order_acquire)) return true;
-    std::lock_guard lock(lanes_mutex());
+    lock_guard lock(lanes_mutex());
     return shutting_down_;
   }
 
   // The blocking part: the system call, waited for in poll slices (so that
   // cancellation and shutdown are seen within one slice). Returns the result,
   // -ECANCELED, or -EAGAIN if `deadline` passed first.
-  long long perform(io_operation* op, clock::time_point deadline) noexcept {
+  long long perform(io_op* op, clock::time_point deadline) noexcept {
     if (op->kind == io_kind::timeout) {
       for (;;) {
         if (stop_requested(op)) return -ECANCELED;
@@ -270,7 +275,7 @@ class blocking_backend final : public io_backend {
     }
     const short events = direction_of(op->kind) == io_direction::in ? POLLIN : POLLOUT;
     for (;;) {
-      // acquire: pairs with close_fd's release store.
+      // acquire: see io_op::fd_closed.
       if (op->fd_closed.load(std::memory_order_acquire)) return -EBADF;
       if (stop_requested(op)) return -ECANCELED;
       const long long r = attempt_io(op);
@@ -285,23 +290,24 @@ class blocking_backend final : public io_backend {
     }
   }
 
-  // Guarded by lanes_mutex().
-  std::unordered_map<std::uint64_t, lane> lanes_;
-  bool shutting_down_ = false;
-  int performers_ = 0;  // drive() calls inside perform()
+  std::unordered_map<std::uint64_t, lane> lanes_ WEFT_GUARDED_BY(lanes_mutex());
+  bool shutting_down_ WEFT_GUARDED_BY(lanes_mutex()) = false;
+  // drive() calls inside perform(); never negative.
+  int performers_ WEFT_GUARDED_BY(lanes_mutex()) = 0;
 };
 
 }  // namespace
 
-void io_drive(io_operation* op, steady_time deadline) noexcept {
-  std::unique_lock lock(lanes_mutex());
+void io_drive(io_operation* base, steady_time deadline) noexcept {
+  io_op* op = as_op(base);
+  lock_guard lock(lanes_mutex());
   // Under the lock: a pending deferred operation's backend is alive (its
   // begin_shutdown completes every queued operation under this lock before
   // the backend can be destroyed).
   if (op->done.is_set()) return;
-  static_cast<blocking_backend*>(op->backend)->drive(op, deadline, lock);
+  static_cast<blocking_backend*>(op->driver)->drive(op, deadline);
 }
 
-std::unique_ptr<io_backend> make_blocking_backend() { return std::make_unique<blocking_backend>(); }
+std::unique_ptr<io_driver> make_blocking_backend() { return std::make_unique<blocking_backend>(); }
 
 }  // namespace weft::detail

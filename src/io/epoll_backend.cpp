@@ -15,16 +15,16 @@
 #include <cerrno>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "io_backend.hpp"
+#include "io_driver.hpp"
 #include "fd_order.hpp"
 #include "mpsc_queue.hpp"
 #include "../own_threads.hpp"
+#include "weft/detail/mutex.hpp"
 
 namespace weft::detail {
 
@@ -57,41 +57,41 @@ class io_thread {
     thread_ = start_thread("an I/O thread (epoll backend)", [this] { run(); });
   }
   ~io_thread() {
-    // release: the I/O thread reads it (acquire) after its next wake-up.
-    stop_.store(true, std::memory_order_release);
+    // relaxed: see stop_.
+    stop_.store(true, std::memory_order_relaxed);
     wake();
     thread_.join();
   }
 
   // Any thread.
-  void submit(io_operation* op) {
+  void submit(io_op* op) {
     queue_.push(op);
     wake();
   }
-  void cancel(io_operation* op) {
+  void cancel(io_op* op) {
     op->add_ref();  // kept until the I/O thread has looked at it
     {
-      std::lock_guard lock(inbox_mutex_);
+      lock_guard lock(inbox_mutex_);
       cancels_.push_back(op);
     }
     wake();
   }
-  // io::close (io_backend::close_fd): this thread fails every operation it
+  // io::close (io_driver::close_fd): this thread fails every operation it
   // holds on fd with EBADF and lets go of fd; the caller waits for that
   // with weft's suspension (the task is suspended, not its worker).
   void close_fd(int fd) {
     close_request req;
     req.fd = fd;
     {
-      std::lock_guard lock(inbox_mutex_);
+      lock_guard lock(inbox_mutex_);
       closes_.push_back(&req);
     }
     wake();
     wait(req.done);  // req lives on this stack until done is set and seen
   }
   void begin_shutdown() {
-    // release: the I/O thread reads it (acquire) after the wake-up below.
-    shutting_down_.store(true, std::memory_order_release);
+    // relaxed: see shutting_down_.
+    shutting_down_.store(true, std::memory_order_relaxed);
     wake();
   }
 
@@ -101,7 +101,7 @@ class io_thread {
     completion done;
   };
   struct fd_waiters {
-    std::deque<io_operation*> in, out;
+    std::deque<io_op*> in, out;
     std::uint32_t registered = 0;  // events currently in the epoll set
   };
 
@@ -111,39 +111,39 @@ class io_thread {
   }
 
   // Completes an operation this thread took over (see fd_order::leave).
-  void finish(io_operation* op, long long res) noexcept {
+  void finish(io_op* op, long long res) noexcept {
     order_.leave(op);
     io_complete(op, res);
   }
 
   void run() {
     std::vector<epoll_event> events(128);
-    std::vector<io_operation*> cancel_batch;
+    std::vector<io_op*> cancel_batch;
     std::vector<close_request*> close_batch;
     for (;;) {
       std::uint64_t drained;
       (void)!::read(ev_.fd, &drained, sizeof drained);
-      // acquire: pairs with begin_shutdown's release store.
-      bool shutting = shutting_down_.load(std::memory_order_acquire);
-      while (io_operation* op = queue_.pop()) accept_new(op, shutting);
+      // relaxed: see shutting_down_.
+      bool shutting = shutting_down_.load(std::memory_order_relaxed);
+      while (io_op* op = queue_.pop()) accept_new(op, shutting);
       {
-        std::lock_guard lock(inbox_mutex_);
+        lock_guard lock(inbox_mutex_);
         cancel_batch.swap(cancels_);
       }
-      for (io_operation* o : cancel_batch) {
+      for (io_op* o : cancel_batch) {
         if (pending_.count(o)) cancel_pending(o);
         o->release();
       }
       cancel_batch.clear();
       {
-        std::lock_guard lock(inbox_mutex_);
+        lock_guard lock(inbox_mutex_);
         close_batch.swap(closes_);
       }
       if (!close_batch.empty()) {
         // Operations handed over before io::close was called are in the
         // queue (their push happened before the request's): take them in
         // first, so that none of them touches fd after the request is done.
-        while (io_operation* op = queue_.pop()) accept_new(op, shutting);
+        while (io_op* op = queue_.pop()) accept_new(op, shutting);
         for (close_request* req : close_batch) {
           fail_fd(req->fd, -EBADF);
           req->done.set();  // last touch of req: its owner may return at once
@@ -151,7 +151,8 @@ class io_thread {
         close_batch.clear();
       }
       if (shutting) cancel_everything();
-      if (stop_.load(std::memory_order_acquire) && pending_.empty()) return;
+      // relaxed: see stop_.
+      if (stop_.load(std::memory_order_relaxed) && pending_.empty()) return;
 
       timespec timeout{};
       timespec* tp = nullptr;
@@ -176,8 +177,11 @@ class io_thread {
     }
   }
 
-  void accept_new(io_operation* op, bool shutting) {
-    // acquire: pairs with io_cancel's release store.
+  void accept_new(io_op* op, bool shutting) {
+    // acquire: see io_op::cancel_requested. A cancel whose inbox entry this
+    // thread handled before the operation arrived found nothing to cancel;
+    // the flag, stored before that entry was queued (so seen here through
+    // inbox_mutex_), is what stops it.
     if (shutting || op->cancel_requested.load(std::memory_order_acquire)) {
       finish(op, -ECANCELED);
       return;
@@ -252,9 +256,9 @@ class io_thread {
   void fail_fd(int fd, long long err) {
     auto it = fds_.find(fd);
     if (it == fds_.end()) return;
-    std::vector<io_operation*> failed;
+    std::vector<io_op*> failed;
     for (auto* list : {&it->second.in, &it->second.out}) {
-      for (io_operation* o : *list) {
+      for (io_op* o : *list) {
         pending_.erase(o);
         failed.push_back(o);
       }
@@ -267,7 +271,7 @@ class io_thread {
       ::epoll_ctl(ep_.fd, EPOLL_CTL_DEL, fd, &ev);
     }
     fds_.erase(it);
-    for (io_operation* o : failed) finish(o, err);
+    for (io_op* o : failed) finish(o, err);
   }
 
   void on_ready(int fd, std::uint32_t ev) {
@@ -285,9 +289,9 @@ class io_thread {
     if (!ok) fail_fd(fd, -err);
   }
 
-  void drain(std::deque<io_operation*>& list) {
+  void drain(std::deque<io_op*>& list) {
     while (!list.empty()) {
-      io_operation* op = list.front();
+      io_op* op = list.front();
       long long r = attempt_io(op);
       if (r == -EAGAIN) return;
       list.pop_front();
@@ -295,9 +299,9 @@ class io_thread {
       done_.emplace_back(op, r);
     }
   }
-  std::vector<std::pair<io_operation*, long long>> done_;  // on_ready's completions
+  std::vector<std::pair<io_op*, long long>> done_;  // on_ready's completions
 
-  void cancel_pending(io_operation* op) {
+  void cancel_pending(io_op* op) {
     pending_.erase(op);
     if (op->kind == io_kind::timeout) {
       auto it = timer_pos_.find(op);
@@ -323,14 +327,14 @@ class io_thread {
   }
 
   void cancel_everything() {
-    std::vector<io_operation*> all(pending_.begin(), pending_.end());
-    for (io_operation* op : all) cancel_pending(op);
+    std::vector<io_op*> all(pending_.begin(), pending_.end());
+    for (io_op* op : all) cancel_pending(op);
   }
 
   void fire_timers() {
     auto now = std::chrono::steady_clock::now();
     while (!timers_.empty() && timers_.begin()->first <= now) {
-      io_operation* op = timers_.begin()->second;
+      io_op* op = timers_.begin()->second;
       timers_.erase(timers_.begin());
       timer_pos_.erase(op);
       pending_.erase(op);
@@ -342,20 +346,32 @@ class io_thread {
   owned_fd ep_;
   owned_fd ev_;
   mpsc_queue queue_;
-  std::mutex inbox_mutex_;
-  std::vector<io_operation*> cancels_;  // guarded by inbox_mutex_
-  std::vector<close_request*> closes_;  // guarded by inbox_mutex_
+  mutex inbox_mutex_;
+  std::vector<io_op*> cancels_ WEFT_GUARDED_BY(inbox_mutex_);
+  std::vector<close_request*> closes_ WEFT_GUARDED_BY(inbox_mutex_);
+  // Set once by begin_shutdown (any thread), then the eventfd is written;
+  // the I/O thread loads it after each wake-up and cancels what it holds and
+  // what arrives later. relaxed: the flag publishes nothing (the operations
+  // come through queue_ and the inbox, ordered by their own atomics and
+  // lock), and its visibility to the I/O thread is what the wake-up gives:
+  // the eventfd write follows the store and the read precedes the load, each
+  // a system call, and the thread reloads the flag on every turn of its loop.
+  // Acquire/release would add no guarantee here: they order other accesses
+  // around the flag, they do not make it visible sooner.
   std::atomic<bool> shutting_down_{false};
+  // Set once by ~io_thread before its last wake-up: the thread returns once
+  // nothing is pending. relaxed: as shutting_down_ (nothing else is
+  // published; join() orders the thread's end before the destructor goes on).
   std::atomic<bool> stop_{false};
   // I/O-thread private state.
   std::unordered_map<int, fd_waiters> fds_;
-  std::multimap<std::chrono::steady_clock::time_point, io_operation*> timers_;
-  std::unordered_map<io_operation*, decltype(timers_)::iterator> timer_pos_;
-  std::unordered_set<io_operation*> pending_;
+  std::multimap<std::chrono::steady_clock::time_point, io_op*> timers_;
+  std::unordered_map<io_op*, decltype(timers_)::iterator> timer_pos_;
+  std::unordered_set<io_op*> pending_;
   std::thread thread_;  // last: started after everything above exists
 };
 
-class epoll_backend final : public io_backend {
+class epoll_backend final : public io_driver {
  public:
   epoll_backend(unsigned workers, bool try_first) : try_first_(try_first) {
     threads_.reserve(workers);
@@ -363,38 +379,32 @@ class epoll_backend final : public io_backend {
   }
   const char* name() const noexcept override { return "epoll_threads"; }
 
-  void submit(io_operation* op, worker_view* w) override {
+  void submit(io_op* op, worker_view* w) override {
     if (op->kind == io_kind::timeout) {  // no order to keep: the worker's own thread
       op->home = w ? w->index % static_cast<unsigned>(threads_.size()) : 0;
       threads_[op->home]->submit(op);
       return;
     }
-    // relaxed: a hint; an operation that misses it is cancelled by the I/O
-    // thread, which reads the flag with acquire.
+    // relaxed: a hint that saves the worker an attempt during shutdown; an
+    // operation that misses it is cancelled by the I/O thread, which reads
+    // its own flag with acquire (io_thread::begin_shutdown). Without the
+    // prologue the I/O thread prepares the operation itself.
     if (try_first_ && !shutting_down_.load(std::memory_order_relaxed)) {
-      bool regular = false;
-      long long r = prepare_io(op, true, &regular);
-      if (r < 0) {
-        io_complete(op, r);
+      // A regular file, like a would-block, goes to the I/O thread.
+      const try_first_rules rules{.attempt = true,
+                                  .make_nonblocking = true,
+                                  .socket_messages_unprepared = false,
+                                  .attempt_connect = true};
+      if (try_first(op, rules, [&] { return order_.idle(op->fd, direction_of(op->kind)); }) ==
+          try_first_result::completed)
         return;
-      }
-      op->prepared = true;
-      op->regular_file = regular;
-      // Only while nothing on (fd, direction) is queued: never overtake.
-      if (!regular && order_.idle(op->fd, direction_of(op->kind))) {
-        r = attempt_io(op);
-        if (r != -EAGAIN) {
-          io_complete(op, r);
-          return;
-        }
-      }
     }
     order_.enter(op);
     op->home = fd_order::home_of(op->fd, static_cast<unsigned>(threads_.size()));
     threads_[op->home]->submit(op);
   }
 
-  void cancel(io_operation* op) override { threads_[op->home]->cancel(op); }
+  void cancel(io_op* op) override { threads_[op->home]->cancel(op); }
 
   // Every operation on fd is on its home thread (timeouts have no fd).
   void close_fd(int fd) override {
@@ -402,12 +412,16 @@ class epoll_backend final : public io_backend {
   }
 
   void begin_shutdown() override {
+    // relaxed: see shutting_down_.
     shutting_down_.store(true, std::memory_order_relaxed);
     for (auto& t : threads_) t->begin_shutdown();
   }
 
  private:
   bool try_first_;
+  // begin_shutdown ran: submit skips the try-first prologue. A hint (relaxed
+  // store and load): a submission that misses it goes to its I/O thread,
+  // whose own flag (io_thread::shutting_down_) cancels it.
   std::atomic<bool> shutting_down_{false};
   fd_order order_;  // before threads_: they refer to it
   std::vector<std::unique_ptr<io_thread>> threads_;
@@ -415,7 +429,7 @@ class epoll_backend final : public io_backend {
 
 }  // namespace
 
-std::unique_ptr<io_backend> make_epoll_backend(unsigned workers, bool try_first) {
+std::unique_ptr<io_driver> make_epoll_backend(unsigned workers, bool try_first) {
   return std::make_unique<epoll_backend>(workers, try_first);
 }
 

@@ -19,9 +19,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
-#include "io_backend.hpp"
+#include "io_common.hpp"
+#include "weft/detail/assert.hpp"
+#include "weft/detail/mutex.hpp"
 
 namespace weft::detail {
 
@@ -29,6 +30,7 @@ class fd_order {
  public:
   fd_order() = default;
   ~fd_order() {
+    // relaxed: the backend is being destroyed; no other thread uses it.
     for (auto& b : blocks_) delete[] b.load(std::memory_order_relaxed);
   }
   fd_order(const fd_order&) = delete;
@@ -50,8 +52,9 @@ class fd_order {
   }
 
   // Counts `op` as in the backend; call before handing it over. May allocate
-  // a block (std::bad_alloc).
-  void enter(io_operation* op) {
+  // a block (std::bad_alloc). Counted once: an operation enters one backend.
+  void enter(io_op* op) {
+    WEFT_ASSERT(!op->ordered, "an operation is counted in fd_order once");
     // relaxed: see idle(); the hand-off to the backend publishes the op.
     counter(op->fd, direction_of(op->kind))->fetch_add(1, std::memory_order_relaxed);
     op->ordered = true;
@@ -59,12 +62,14 @@ class fd_order {
 
   // The backend is done with `op`; call before completing it, so that a
   // task resumed by the completion sees the count without it.
-  void leave(io_operation* op) noexcept {
+  void leave(io_op* op) noexcept {
     if (!op->ordered) return;
     op->ordered = false;
     // relaxed: the completion (done.set(), a release RMW) that follows
     // orders this before anything the resumed task does.
-    find(op->fd, direction_of(op->kind))->fetch_sub(1, std::memory_order_relaxed);
+    [[maybe_unused]] const std::uint32_t before =
+        find(op->fd, direction_of(op->kind))->fetch_sub(1, std::memory_order_relaxed);
+    WEFT_ASSERT(before > 0, "fd_order: a per-descriptor in-flight count went below zero");
   }
 
  private:
@@ -85,8 +90,9 @@ class fd_order {
 
   std::atomic<std::uint32_t>* counter(int fd, io_direction dir) {
     if (std::atomic<std::uint32_t>* c = find(fd, dir)) return c;
-    std::lock_guard lock(grow_mutex_);
+    lock_guard lock(grow_mutex_);
     auto& slot_ref = blocks_[slot(fd) >> block_bits];
+    // relaxed: stores to the slot happen under grow_mutex_, which we hold.
     std::atomic<std::uint32_t>* b = slot_ref.load(std::memory_order_relaxed);
     if (!b) {
       b = new std::atomic<std::uint32_t>[std::size_t{2} << block_bits]();
@@ -96,7 +102,10 @@ class fd_order {
     return &b[index(fd, dir)];
   }
 
-  std::mutex grow_mutex_;
+  // Serialises growth: a slot goes from null to its block once, under it.
+  // blocks_ is not WEFT_GUARDED_BY it: readers load the slots without it
+  // (acquire, find()); only the null-to-block store needs it.
+  mutex grow_mutex_;
   std::atomic<std::atomic<std::uint32_t>*> blocks_[block_count] = {};
 };
 

@@ -13,16 +13,19 @@
 
 #include "../own_threads.hpp"
 #include "../scheduler.hpp"
-#include "io_backend.hpp"
+#include "io_driver.hpp"
+#include "weft/detail/assert.hpp"
 #include "weft/io.hpp"
 
 namespace weft::detail {
 
-bool io_complete(io_operation* op, long long res) noexcept {
+bool io_complete(io_op* op, long long res) noexcept {
   std::uint32_t expected = 0;
-  // acq_rel: exactly one completer (backend or canceller); release publishes
-  // nothing yet (done.set() below does), acquire orders us after the winner.
-  if (!op->completed.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
+  // relaxed: the RMW alone makes exactly one completer (backend or
+  // canceller). It publishes nothing (done.set() below, a release, publishes
+  // the result), and a loser reads nothing the winner wrote.
+  if (!op->completed.compare_exchange_strong(expected, 1, std::memory_order_relaxed)) return false;
+  WEFT_ASSERT(!op->done.is_set(), "an I/O operation completed twice");
   if (res < 0) {
     op->result = 0;
     op->error = std::error_code(static_cast<int>(-res), std::system_category());
@@ -35,10 +38,12 @@ bool io_complete(io_operation* op, long long res) noexcept {
   return true;
 }
 
-void io_operation_destroy(io_operation* op) noexcept {
+void io_operation_destroy(io_operation* base) noexcept {
+  io_op* op = as_op(base);
   // The last reference is gone; its completion, if any, is visible (acq_rel
   // in release). An accepted socket nobody took would leak, and its client
   // would stay connected to nobody: close it.
+  // relaxed: ordered by the acq_rel of the last release() (above).
   if (op->kind == io_kind::accept && !op->result_taken &&
       op->completed.load(std::memory_order_relaxed) && !op->error && op->result >= 0)
     ::close(static_cast<int>(op->result));
@@ -53,12 +58,15 @@ void io_cancel_noexcept(io_operation* op) noexcept {
   }
 }
 
-void io_cancel(io_operation* op) {
-  // acquire: if it completed, nothing to do.
-  if (op->completed.load(std::memory_order_acquire)) return;
-  // release: a backend that picks the operation up later sees the request.
+void io_cancel(io_operation* base) {
+  io_op* op = as_op(base);
+  // relaxed: if it completed, nothing to do; nothing the completer wrote is
+  // read here (a completion right after this load is handled by the
+  // backend's cancel, which finds nothing to cancel).
+  if (op->completed.load(std::memory_order_relaxed)) return;
+  // release: see io_op::cancel_requested.
   op->cancel_requested.store(true, std::memory_order_release);
-  if (op->backend) op->backend->cancel(op);
+  if (op->driver) op->driver->cancel(op);
 }
 
 io_direction direction_of(io_kind k) noexcept {
@@ -143,7 +151,7 @@ bool is_socket_message(io_kind k) noexcept {
   }
 }
 
-long long validate_io(io_operation* op) noexcept {
+long long validate_io(io_op* op) noexcept {
   if (op->kind == io_kind::timeout) return 0;
   if (op->fd < 0) return -EBADF;
   if (has_flat_buffer(op->kind)) {
@@ -184,7 +192,7 @@ long long validate_io(io_operation* op) noexcept {
   return 0;
 }
 
-long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept {
+long long prepare_io(io_op* op, bool make_nonblocking, bool* regular_file) noexcept {
   *regular_file = false;
   if (op->kind == io_kind::timeout) return 0;
   if (long long r = validate_io(op); r < 0) return r;
@@ -226,7 +234,7 @@ long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file
   return 0;
 }
 
-long long attempt_io(io_operation* op) noexcept {
+long long attempt_io(io_op* op) noexcept {
   for (;;) {
     long long r = 0;
     switch (op->kind) {
@@ -361,23 +369,23 @@ using namespace weft::detail;
 namespace {
 // Checks the calling context and creates the backend (either may throw)
 // before anything is allocated: a failed call leaks nothing.
-io_operation* new_op(io_kind kind, int fd) {
+io_op* new_op(io_kind kind, int fd) {
   worker_view* w = require_worker("weft::io operations");
-  detail::io_backend* b = scheduler_io_backend(w->sched);
-  auto* op = new io_operation();
+  detail::io_driver* b = scheduler_io_driver(w->sched);
+  auto* op = new io_op();
   op->kind = kind;
   op->fd = fd;
-  op->backend = b;
+  op->driver = b;
   return op;
 }
 
 template <class T>
-io_future<T> start(io_operation* op) {
+io_future<T> start(io_op* op) {
   // The future takes its reference first, so that it is released whatever
   // happens below.
   io_future<T> f = make_io_future<T>(op);
   try {
-    op->backend->submit(op, current_worker());
+    op->driver->submit(op, current_worker());
   } catch (...) {
     io_complete(op, -ENOMEM);  // std::bad_alloc in a backend's bookkeeping
     throw;
@@ -535,7 +543,7 @@ void close(int fd, std::error_code& ec) {
   worker_view* w = require_worker("weft::io::close");
   // Every pending operation on fd completes with EBADF, and the backend lets
   // go of fd (this may suspend the task briefly); then the descriptor goes.
-  scheduler_io_backend(w->sched)->close_fd(fd);
+  scheduler_io_driver(w->sched)->close_fd(fd);
   // EINTR: Linux has released the descriptor all the same (close(2)); a
   // retry could close a number another thread has just been given.
   if (::close(fd) < 0 && errno != EINTR) ec = std::error_code(errno, std::system_category());
@@ -566,7 +574,7 @@ void write_all(int fd, const void* buf, std::size_t len) {
 
 const char* backend_name() {
   worker_view* w = require_worker("weft::io::backend_name");
-  return scheduler_io_backend(w->sched)->name();
+  return scheduler_io_driver(w->sched)->name();
 }
 
 }  // namespace weft::io

@@ -14,8 +14,8 @@
 
 #include <atomic>
 
+#include "io_common.hpp"
 #include "weft/detail/arch.hpp"  // cache_line_size
-#include "weft/detail/io_operation.hpp"
 
 namespace weft::detail {
 
@@ -26,17 +26,17 @@ class mpsc_queue {
   mpsc_queue& operator=(const mpsc_queue&) = delete;
 
   // Any thread.
-  void push(io_operation* op) noexcept {
+  void push(io_op* op) noexcept {
     // relaxed: published by the release store of the predecessor's link.
     op->next.store(nullptr, std::memory_order_relaxed);
     link(op);
   }
 
   // The consumer only. nullptr when empty (or a push is half done).
-  io_operation* pop() noexcept {
-    io_operation* tail = tail_;
+  io_op* pop() noexcept {
+    io_op* tail = tail_;
     // acquire: pairs with link()'s release store; the op's fields are visible.
-    io_operation* next = tail->next.load(std::memory_order_acquire);
+    io_op* next = tail->next.load(std::memory_order_acquire);
     if (tail == &stub_) {
       if (!next) return nullptr;
       tail_ = next;
@@ -51,6 +51,7 @@ class mpsc_queue {
     // past it), put the stub behind it so that tail can be handed out.
     // acquire: pairs with link()'s acq_rel exchange.
     if (tail != head_.load(std::memory_order_acquire)) return nullptr;
+    // relaxed: the stub is the consumer's own node; link() publishes it.
     stub_.next.store(nullptr, std::memory_order_relaxed);
     link(&stub_);
     next = tail->next.load(std::memory_order_acquire);
@@ -62,17 +63,17 @@ class mpsc_queue {
   }
 
  private:
-  void link(io_operation* op) noexcept {
+  void link(io_op* op) noexcept {
     // acq_rel: orders pushes (their order is the queue's order); acquire
     // makes the previous node ours to link to.
-    io_operation* prev = head_.exchange(op, std::memory_order_acq_rel);
+    io_op* prev = head_.exchange(op, std::memory_order_acq_rel);
     // release: publishes op (and its fields) to the consumer.
     prev->next.store(op, std::memory_order_release);
   }
 
-  alignas(cache_line_size) std::atomic<io_operation*> head_;  // producers
-  alignas(cache_line_size) io_operation* tail_;               // consumer only
-  io_operation stub_;
+  alignas(cache_line_size) std::atomic<io_op*> head_;  // producers
+  alignas(cache_line_size) io_op* tail_;               // consumer only
+  io_op stub_;
 };
 
 }  // namespace weft::detail

@@ -1,7 +1,7 @@
 // weft — the netpoll backend (the default; docs/io.md §Backends): the
 // workers poll for readiness themselves, as Go's and Tokio's schedulers do,
 // instead of handing each operation to an I/O thread and back (Cilk-L's
-// design, epoll_backend.cpp, kept as io_backend::epoll_threads).
+// design, epoll_backend.cpp, kept as weft::io_backend::epoll_threads).
 //
 //  * Submission, on the worker: one non-blocking attempt (try-first) unless
 //    operations on (fd, direction) are queued ahead; if it would block, the
@@ -34,11 +34,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <vector>
 
-#include "io_backend.hpp"
+#include "io_driver.hpp"
+#include "weft/detail/mutex.hpp"
 
 namespace weft::detail {
 
@@ -48,24 +48,24 @@ namespace {
 // the backend, so a poller may look a descriptor up at any time.
 struct fd_state {
   struct fifo {
-    io_operation* head = nullptr;
-    io_operation* tail = nullptr;
+    io_op* head = nullptr;
+    io_op* tail = nullptr;
     bool empty() const noexcept { return head == nullptr; }
-    void push(io_operation* op) noexcept {
+    void push(io_op* op) noexcept {
       op->wait_next = nullptr;
       if (tail) tail->wait_next = op; else head = op;
       tail = op;
     }
-    io_operation* pop() noexcept {
-      io_operation* op = head;
+    io_op* pop() noexcept {
+      io_op* op = head;
       head = op->wait_next;
       if (!head) tail = nullptr;
       op->wait_next = nullptr;
       return op;
     }
-    bool remove(io_operation* op) noexcept {
-      io_operation* prev = nullptr;
-      for (io_operation* p = head; p; prev = p, p = p->wait_next) {
+    bool remove(io_op* op) noexcept {
+      io_op* prev = nullptr;
+      for (io_op* p = head; p; prev = p, p = p->wait_next) {
         if (p != op) continue;
         (prev ? prev->wait_next : head) = p->wait_next;
         if (tail == p) tail = prev;
@@ -76,13 +76,15 @@ struct fd_state {
     }
   };
 
-  std::mutex lock;
-  fifo in, out;  // guarded by lock
-  // Whether epoll knows this descriptor's current file (guarded by lock): a
-  // hint choosing MOD or ADD first; the other is tried when it fails.
-  bool added = false;
-  // Lock-free views of "a list is non-empty", for the try-first check
-  // (written under lock; relaxed reads: see may_try_first).
+  mutex lock;
+  fifo in WEFT_GUARDED_BY(lock);
+  fifo out WEFT_GUARDED_BY(lock);
+  // Whether epoll knows this descriptor's current file: a hint choosing MOD
+  // or ADD first; the other is tried when it fails.
+  bool added WEFT_GUARDED_BY(lock) = false;
+  // Lock-free views of "a list is non-empty", for the try-first check:
+  // stored under lock (relaxed: the lock orders the stores; the try-first
+  // load's reason is in submit).
   std::atomic<bool> in_busy{false}, out_busy{false};
 };
 
@@ -90,6 +92,7 @@ struct fd_state {
 class fd_table {
  public:
   ~fd_table() {
+    // relaxed: the backend is being destroyed; no other thread uses it.
     for (auto& b : blocks_) delete[] b.load(std::memory_order_relaxed);
   }
   // Null if `fd` has no state yet.
@@ -102,12 +105,13 @@ class fd_table {
   }
   // Throws std::bad_alloc; EBADF-like failure for fds beyond the table is
   // reported by returning nullptr.
-  fd_state* get(int fd) {
+  fd_state* get(int fd) WEFT_EXCLUDES(grow_) {
     if (fd_state* s = find(fd)) return s;
     auto u = static_cast<std::uint32_t>(fd);
     if (u >= span) return nullptr;
-    std::lock_guard lock(grow_);
+    lock_guard lock(grow_);
     auto& slot = blocks_[u >> block_bits];
+    // relaxed: stores to the slot happen under grow_, which we hold.
     fd_state* b = slot.load(std::memory_order_relaxed);
     if (!b) {
       b = new fd_state[block_size];
@@ -116,10 +120,16 @@ class fd_table {
     }
     return &b[u & (block_size - 1)];
   }
+  // Calls f on every fd_state, under grow_: a block get() allocates
+  // concurrently is either seen here, or allocated after this returns (then
+  // whatever the caller did before the call happens before the allocation,
+  // through grow_). begin_shutdown relies on it.
   template <class F>
-  void for_each_allocated(F&& f) {
+  void for_each_allocated(F&& f) WEFT_EXCLUDES(grow_) {
+    lock_guard lock(grow_);
     for (auto& slot : blocks_) {
-      fd_state* b = slot.load(std::memory_order_acquire);
+      // relaxed: stores to the slot happen under grow_, which we hold.
+      fd_state* b = slot.load(std::memory_order_relaxed);
       if (!b) continue;
       for (std::size_t i = 0; i < block_size; ++i) f(b[i]);
     }
@@ -130,13 +140,15 @@ class fd_table {
   static constexpr std::size_t block_size = std::size_t{1} << block_bits;
   static constexpr unsigned block_count = 2048;  // descriptors below 2^21
   static constexpr std::uint32_t span = block_count << block_bits;
-  std::mutex grow_;
+  // Serialises growth and for_each_allocated. blocks_ is not
+  // WEFT_GUARDED_BY it: find() loads the slots without it (acquire).
+  mutex grow_;
   std::atomic<fd_state*> blocks_[block_count] = {};
 };
 
 constexpr std::uint64_t eventfd_tag = ~std::uint64_t{0};
 
-class netpoll_backend final : public io_backend {
+class netpoll_backend final : public io_driver {
  public:
   explicit netpoll_backend(bool try_first)
       : try_first_(try_first),
@@ -173,12 +185,12 @@ class netpoll_backend final : public io_backend {
   }
   const char* name() const noexcept override { return "epoll"; }
 
-  void submit(io_operation* op, worker_view* w) override {
+  void submit(io_op* op, worker_view* w) override {
     (void)w;
-    // acquire: pairs with begin_shutdown's release store. A submission that
-    // misses it is still cancelled: begin_shutdown empties the queues under
-    // the descriptor locks, and the enqueue below re-checks under the lock.
-    if (shutting_down_.load(std::memory_order_acquire)) {
+    // relaxed: a hint that spares the work below during shutdown; nothing
+    // is read on its strength. The check that matters is the one under the
+    // descriptor's lock, below.
+    if (shutting_down_.load(std::memory_order_relaxed)) {
       io_complete(op, -ECANCELED);
       return;
     }
@@ -186,43 +198,43 @@ class netpoll_backend final : public io_backend {
       helper()->submit(op, nullptr);
       return;
     }
-    bool regular = false;
     // Socket messages need no fcntl (MSG_DONTWAIT): that was two system
-    // calls per request in the echo benchmark's profile.
-    long long r = is_socket_message(op->kind) ? validate_io(op) : prepare_io(op, true, &regular);
-    if (r < 0) {
-      io_complete(op, r);
-      return;
-    }
-    if (regular) {  // never "not ready": performed off the workers
-      op->prepared = true;
-      op->regular_file = true;
+    // calls per request in the echo benchmark's profile. The order rule:
+    // try-first only while nothing is queued on (fd, direction) — it cannot
+    // overtake an operation this task (or one it synchronised with) queued
+    // earlier, whose enqueue set the busy flag under the descriptor's lock.
+    // relaxed: write-read coherence through that happens-before; concurrent
+    // tasks' operations have no order to keep.
+    const try_first_rules rules{.attempt = try_first_,
+                                .make_nonblocking = true,
+                                .socket_messages_unprepared = true,
+                                .attempt_connect = true};
+    fd_state* st = nullptr;
+    const bool in = direction_of(op->kind) == io_direction::in;
+    const try_first_result tf = try_first(op, rules, [&] {
+      st = table_.get(op->fd);
+      return st && !(in ? st->in_busy : st->out_busy).load(std::memory_order_relaxed);
+    });
+    if (tf == try_first_result::completed) return;
+    if (tf == try_first_result::regular_file) {  // never "not ready": performed off the workers
       helper()->submit(op, nullptr);
       return;
     }
-    fd_state* st = table_.get(op->fd);
+    if (!st) st = table_.get(op->fd);  // try-first off: idle() was not asked
     if (!st) {
       io_complete(op, -EBADF);  // beyond 2^21: not a descriptor the kernel gives
       return;
     }
-    const bool in = direction_of(op->kind) == io_direction::in;
-    // Try-first, without the lock, only while nothing is queued on (fd,
-    // direction): it cannot overtake an operation this task (or one it
-    // synchronised with) queued earlier, whose enqueue it sees. relaxed:
-    // write-read coherence through that happens-before; concurrent tasks'
-    // operations have no order to keep.
-    if (try_first_ && !(in ? st->in_busy : st->out_busy).load(std::memory_order_relaxed)) {
-      r = attempt_io(op);
-      if (r != -EAGAIN) {
-        io_complete(op, r);
-        return;
-      }
-    }
-    std::unique_lock lock(st->lock);
-    // acquire: pairs with io_cancel's release store; a cancel that came
-    // before we hold the lock finds nothing to remove, so we must see it.
+    unique_lock lock(st->lock);
+    // cancel_requested, acquire: pairs with io_cancel's release store; a
+    // cancel that came before we hold the lock finds nothing to remove, so we
+    // must see it. shutting_down_, relaxed: if begin_shutdown already emptied
+    // this descriptor's queues, its store happens before this load through
+    // st->lock (or through fd_table's grow_, if st's block is newer than its
+    // sweep): write-read coherence makes the load see true; if it has not,
+    // it will find the operation queued and cancel it.
     if (op->cancel_requested.load(std::memory_order_acquire) ||
-        shutting_down_.load(std::memory_order_acquire)) {
+        shutting_down_.load(std::memory_order_relaxed)) {
       lock.unlock();
       io_complete(op, -ECANCELED);
       return;
@@ -233,7 +245,7 @@ class netpoll_backend final : public io_backend {
     // threads make: a descriptor that will never be ready (accept on a pipe)
     // must fail now rather than wait forever.
     if (!try_first_ && q.empty()) {
-      r = attempt_io(op);
+      const long long r = attempt_io(op);
       if (r != -EAGAIN) {
         lock.unlock();
         io_complete(op, r);
@@ -241,6 +253,7 @@ class netpoll_backend final : public io_backend {
       }
     }
     q.push(op);
+    // relaxed: see fd_state::in_busy.
     (in ? st->in_busy : st->out_busy).store(true, std::memory_order_relaxed);
     // relaxed: a hint for idle workers (has_waiters); the worker that queued
     // this goes through find_work before it could park, and polls.
@@ -248,20 +261,29 @@ class netpoll_backend final : public io_backend {
     // Arming reports readiness that arrived before it (the kernel polls the
     // file on MOD/ADD), so nothing between the attempt above and here is
     // lost. No re-attempt is needed.
-    if (!arm(op->fd, *st)) fail_locked(op->fd, *st, -errno, lock);
+    if (!arm(op->fd, *st)) {
+      // epoll refused the descriptor (EPERM: a file epoll cannot watch;
+      // EBADF): everything queued on it fails with that error.
+      const long long err = -errno;
+      std::vector<io_op*> failed;
+      take_all_locked(*st, failed);
+      lock.unlock();
+      for (io_op* o : failed) io_complete(o, err);
+    }
   }
 
-  void cancel(io_operation* op) override {
+  void cancel(io_op* op) override {
     if (op->kind == io_kind::timeout || op->regular_file) {
       helper_->cancel(op);
       return;
     }
     fd_state* st = table_.find(op->fd);
     if (!st) return;  // never queued: submit sees cancel_requested
-    std::unique_lock lock(st->lock);
+    unique_lock lock(st->lock);
     const bool in = direction_of(op->kind) == io_direction::in;
     fd_state::fifo& q = in ? st->in : st->out;
     if (!q.remove(op)) return;  // completing, completed, or not queued yet
+    // relaxed: see fd_state::in_busy and waiters_.
     (in ? st->in_busy : st->out_busy).store(!q.empty(), std::memory_order_relaxed);
     waiters_.fetch_sub(1, std::memory_order_relaxed);
     lock.unlock();
@@ -269,14 +291,15 @@ class netpoll_backend final : public io_backend {
   }
 
   void begin_shutdown() override {
-    // release: pairs with submit's acquire loads.
-    shutting_down_.store(true, std::memory_order_release);
-    std::vector<io_operation*> all;
+    // relaxed: what publishes it to a submission is the lock it takes next
+    // (a descriptor's, or grow_ in for_each_allocated): see submit.
+    shutting_down_.store(true, std::memory_order_relaxed);
+    std::vector<io_op*> all;
     table_.for_each_allocated([&](fd_state& st) {
-      std::lock_guard lock(st.lock);
+      lock_guard lock(st.lock);
       take_all_locked(st, all);
     });
-    for (io_operation* op : all) io_complete(op, -ECANCELED);
+    for (io_op* op : all) io_complete(op, -ECANCELED);
     helper_->begin_shutdown();
   }
 
@@ -285,8 +308,8 @@ class netpoll_backend final : public io_backend {
       // Under the descriptor's lock: a poller performing its operations
       // (on_ready) holds it too, so once we have it nobody is in a system
       // call on fd, and nobody will be: the FIFOs are empty afterwards.
-      std::unique_lock lock(st->lock);
-      std::vector<io_operation*> failed;
+      unique_lock lock(st->lock);
+      std::vector<io_op*> failed;
       take_all_locked(*st, failed);
       // Out of the epoll set now, while the number still names this file
       // (close(2) would leave it registered if the file has other
@@ -297,13 +320,14 @@ class netpoll_backend final : public io_backend {
         st->added = false;
       }
       lock.unlock();
-      for (io_operation* op : failed) io_complete(op, -EBADF);
+      for (io_op* op : failed) io_complete(op, -EBADF);
     }
     // Regular-file operations are the helper's.
     helper_->close_fd(fd);
   }
 
   bool has_waiters() const noexcept override {
+    // relaxed: see waiters_.
     return waiters_.load(std::memory_order_relaxed) > 0;
   }
 
@@ -325,7 +349,9 @@ class netpoll_backend final : public io_backend {
       if (b.events[i].data.u64 == eventfd_tag) {
         std::uint64_t drained;
         (void)!::read(ev_, &drained, sizeof drained);
-        // relaxed: only limits redundant writes (interrupt()).
+        // relaxed: see interrupted_. Reset after the drain, never before: an
+        // interrupt between a reset and the drain would have its write
+        // drained and leave the flag set, muting every later interrupt.
         interrupted_.store(false, std::memory_order_relaxed);
         continue;
       }
@@ -342,8 +368,7 @@ class netpoll_backend final : public io_backend {
   }
 
   void interrupt() noexcept override {
-    // relaxed: a flag against piling up writes; a lost race only costs an
-    // extra eventfd write.
+    // relaxed: see interrupted_.
     if (interrupted_.exchange(true, std::memory_order_relaxed)) return;
     std::uint64_t one = 1;
     (void)!::write(ev_, &one, sizeof one);
@@ -363,7 +388,7 @@ class netpoll_backend final : public io_backend {
     static constexpr int capacity = 128;
     epoll_event events[capacity];
     int count = 0;
-    std::vector<std::pair<io_operation*, long long>> done;
+    std::vector<std::pair<io_op*, long long>> done;
   };
   static poll_buffer& buffer() noexcept {
     thread_local poll_buffer b;
@@ -372,7 +397,7 @@ class netpoll_backend final : public io_backend {
 
   // Arms (re-arms) `fd` for the directions that have waiters. Requires
   // st.lock. Returns false with errno set if epoll refuses the descriptor.
-  bool arm(int fd, fd_state& st) noexcept {
+  bool arm(int fd, fd_state& st) noexcept WEFT_REQUIRES(st.lock) {
     std::uint32_t want = (st.in.empty() ? 0u : EPOLLIN | EPOLLRDHUP) | (st.out.empty() ? 0u : EPOLLOUT);
     if (!want) return true;  // stays disarmed (one-shot)
     epoll_event ev{};
@@ -395,33 +420,24 @@ class netpoll_backend final : public io_backend {
 
   // Empties both of st's queues into `out` (requires st.lock): the caller
   // completes them after the lock.
-  void take_all_locked(fd_state& st, std::vector<io_operation*>& out) {
+  void take_all_locked(fd_state& st, std::vector<io_op*>& out) WEFT_REQUIRES(st.lock) {
     const std::size_t before = out.size();
     while (!st.in.empty()) out.push_back(st.in.pop());
     while (!st.out.empty()) out.push_back(st.out.pop());
+    // relaxed: see fd_state::in_busy and waiters_.
     st.in_busy.store(false, std::memory_order_relaxed);
     st.out_busy.store(false, std::memory_order_relaxed);
-    // relaxed: see submit.
     waiters_.fetch_sub(static_cast<long>(out.size() - before), std::memory_order_relaxed);
   }
 
-  // epoll refused the descriptor (EPERM: a file epoll cannot watch; EBADF):
-  // everything queued on it fails with that error. Releases the lock.
-  void fail_locked(int fd, fd_state& st, long long err, std::unique_lock<std::mutex>& lock) {
-    (void)fd;
-    std::vector<io_operation*> failed;
-    take_all_locked(st, failed);
-    lock.unlock();
-    for (io_operation* op : failed) io_complete(op, err);
-  }
-
   void on_ready(int fd, fd_state& st, std::uint32_t ev,
-                std::vector<std::pair<io_operation*, long long>>& done) noexcept {
-    std::unique_lock lock(st.lock);
+                std::vector<std::pair<io_op*, long long>>& done) noexcept {
+    lock_guard lock(st.lock);
     const bool error = ev & (EPOLLERR | EPOLLHUP);
     long drained = 0;
     if ((ev & (EPOLLIN | EPOLLRDHUP)) || error) drained += drain(st.in, done);
     if ((ev & EPOLLOUT) || error) drained += drain(st.out, done);
+    // relaxed: see fd_state::in_busy and waiters_.
     st.in_busy.store(!st.in.empty(), std::memory_order_relaxed);
     st.out_busy.store(!st.out.empty(), std::memory_order_relaxed);
     waiters_.fetch_sub(drained, std::memory_order_relaxed);
@@ -429,14 +445,14 @@ class netpoll_backend final : public io_backend {
     if (!arm(fd, st)) {
       long long err = -errno;
       // Completions collected above are still to be made, after the lock.
-      std::vector<io_operation*> failed;
+      std::vector<io_op*> failed;
       take_all_locked(st, failed);
-      for (io_operation* op : failed) done.emplace_back(op, err);
+      for (io_op* op : failed) done.emplace_back(op, err);
     }
   }
 
   // Performs queued operations in order until one would block.
-  static long drain(fd_state::fifo& q, std::vector<std::pair<io_operation*, long long>>& done) {
+  static long drain(fd_state::fifo& q, std::vector<std::pair<io_op*, long long>>& done) {
     long n = 0;
     while (!q.empty()) {
       long long r = attempt_io(q.head);
@@ -448,21 +464,31 @@ class netpoll_backend final : public io_backend {
   }
 
   // The one-thread I/O-thread backend for regular files and sleeps.
-  io_backend* helper() noexcept { return helper_.get(); }
+  io_driver* helper() noexcept { return helper_.get(); }
 
   const bool try_first_;
   int ep_;
   int ev_;
   fd_table table_;
+  // Operations queued on descriptors, for has_waiters(): a hint for idle
+  // workers (whether to poll), changed under the descriptors' locks. relaxed
+  // everywhere: nothing is read on its strength; the worker that queued an
+  // operation goes through find_work, and polls, before it could park.
   std::atomic<long> waiters_{0};
+  // An interrupt() wrote to the eventfd and no poller has drained it since: a
+  // flag against piling up writes. relaxed: it orders nothing; an interrupt
+  // that finds it set while a poller is between its drain and the reset is
+  // not needed (that poller is awake and looks for work before it blocks
+  // again), and a lost race otherwise only costs an extra write.
   std::atomic<bool> interrupted_{false};
+  // begin_shutdown ran: submissions complete with ECANCELED (submit).
   std::atomic<bool> shutting_down_{false};
-  std::unique_ptr<io_backend> helper_;  // immutable after the constructor
+  std::unique_ptr<io_driver> helper_;  // immutable after the constructor
 };
 
 }  // namespace
 
-std::unique_ptr<io_backend> make_netpoll_backend(bool try_first) {
+std::unique_ptr<io_driver> make_netpoll_backend(bool try_first) {
   return std::make_unique<netpoll_backend>(try_first);
 }
 

@@ -5,11 +5,12 @@
 // to the same ring (fd_order.hpp), whose per-descriptor queue keeps their
 // order, whichever worker starts them; submission-queue access is serialised
 // per ring by a mutex. Timeouts use the starting worker's ring.
-#include "io_backend.hpp"
+#include "io_driver.hpp"
 
 #if WEFT_HAVE_LIBURING
 #include "fd_order.hpp"
 #include "../own_threads.hpp"
+#include "weft/detail/mutex.hpp"
 #include <liburing.h>
 
 #include <poll.h>
@@ -20,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <deque>
 #include <unordered_map>
@@ -62,20 +62,22 @@ class ring {
   }
   ~ring() {
     {
-      std::unique_lock lock(mutex_);
+      lock_guard lock(mutex_);
       stopping_ = true;
       io_uring_sqe* sqe = get_sqe_locked();
       io_uring_prep_nop(sqe);
       io_uring_sqe_set_data(sqe, nullptr);  // wakes the reaper
-      flush_blocking(lock);
+      flush_blocking();
     }
     reaper_.join();
     ::io_uring_queue_exit(&ring_);
   }
 
-  void submit(io_operation* op) {
-    std::unique_lock lock(mutex_);
-    // acquire: pairs with io_cancel's release store.
+  void submit(io_op* op) {
+    lock_guard lock(mutex_);
+    // acquire: see io_op::cancel_requested. A cancel that came earlier found
+    // nothing to cancel (ring::cancel runs under mutex_, which we hold now,
+    // so its flag store, made before, is seen).
     if (shutting_down_ || op->cancel_requested.load(std::memory_order_acquire)) {
       finish(op, -ECANCELED);
       return;
@@ -90,18 +92,18 @@ class ring {
       if (q.size() > 1) return;  // submitted when the one ahead completes
     }
     submit_locked(op);
-    if (sq_backlog_) flush_blocking(lock);
+    if (sq_backlog_) flush_blocking();
   }
 
  private:
   // Completes an operation this ring took over (see fd_order::leave).
-  void finish(io_operation* op, long long res) noexcept {
+  void finish(io_op* op, long long res) noexcept {
     order_.leave(op);
     io_complete(op, res);
   }
 
   // 0 for operations that need no ordering (timeouts, connect).
-  static std::uint64_t order_key(const io_operation* op) noexcept {
+  static std::uint64_t order_key(const io_op* op) noexcept {
     if (op->kind == io_kind::timeout || op->kind == io_kind::connect) return 0;
     auto dir = direction_of(op->kind) == io_direction::in ? 1u : 2u;
     return (static_cast<std::uint64_t>(static_cast<unsigned>(op->fd)) << 2) | dir;
@@ -109,14 +111,15 @@ class ring {
 
   // Called with mutex_ held, when `op` has completed or been dropped: starts
   // the next operation queued behind it, if any.
-  void advance_locked(io_operation* op) {
+  void advance_locked(io_op* op) WEFT_REQUIRES(mutex_) {
     std::uint64_t key = order_key(op);
     if (!key) return;
     auto it = in_order_.find(key);
     if (it == in_order_.end() || it->second.empty() || it->second.front() != op) return;
     it->second.pop_front();
     while (!it->second.empty()) {
-      io_operation* next = it->second.front();
+      io_op* next = it->second.front();
+      // acquire: see io_op::cancel_requested.
       if (shutting_down_ || next->cancel_requested.load(std::memory_order_acquire)) {
         it->second.pop_front();
         finish(next, -ECANCELED);
@@ -128,7 +131,7 @@ class ring {
     in_order_.erase(it);
   }
 
-  void submit_locked(io_operation* op) {
+  void submit_locked(io_op* op) WEFT_REQUIRES(mutex_) {
     io_uring_sqe* sqe = get_sqe_locked();
     switch (op->kind) {
       case io_kind::read:
@@ -236,7 +239,7 @@ class ring {
   // succeeds, so their operations stay pending (completing one here would let
   // its CQE — an accepted descriptor — arrive later for freed memory). Returns
   // true if the submission queue is empty.
-  bool flush_locked() {
+  bool flush_locked() WEFT_REQUIRES(mutex_) {
     int rc = ::io_uring_submit(&ring_);
     if (rc < 0 && rc != -EAGAIN && rc != -EBUSY && rc != -EINTR) {
       std::fprintf(stderr, "weft: fatal: io_uring_submit failed: %s\n", std::strerror(-rc));
@@ -246,23 +249,25 @@ class ring {
     return !sq_backlog_;
   }
   // For threads other than the reaper (which must keep reaping for the
-  // kernel to accept more): retries until the submission queue is empty.
-  void flush_blocking(std::unique_lock<std::mutex>& lock) {
+  // kernel to accept more): retries until the submission queue is empty,
+  // letting go of mutex_ between tries (held again on return; the caller's
+  // lock_guard still owns it).
+  void flush_blocking() WEFT_REQUIRES(mutex_) {
     auto pause = std::chrono::microseconds(20);
     while (!flush_locked()) {
-      lock.unlock();
+      mutex_.unlock();
       std::this_thread::sleep_for(pause);
       pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
-      lock.lock();
+      mutex_.lock();
     }
   }
 
  public:
-  void cancel(io_operation* op) {
-    std::unique_lock lock(mutex_);
+  void cancel(io_op* op) {
+    lock_guard lock(mutex_);
     if (pending_.count(op)) {
       request_cancel_locked(op);
-      if (sq_backlog_) flush_blocking(lock);
+      if (sq_backlog_) flush_blocking();
       return;
     }
     // Queued behind another operation on the same descriptor: drop it here.
@@ -279,16 +284,16 @@ class ring {
     }
   }
 
-  // io::close (io_backend::close_fd). Operations queued behind the one in
+  // io::close (io_driver::close_fd). Operations queued behind the one in
   // flight on (fd, direction) fail at once; those in the kernel are marked
   // (fd_closed: their CQE, ECANCELED or a readiness result, becomes EBADF
   // in reap and they are not retried) and cancelled; then we wait, with
   // weft's suspension, until the kernel has completed them all: only then
   // does it hold no reference to fd's file nor act on the number.
   void close_fd(int fd) {
-    std::vector<io_operation*> in_kernel;
+    std::vector<io_op*> in_kernel;
     {
-      std::unique_lock lock(mutex_);
+      lock_guard lock(mutex_);
       for (std::uint64_t dir : {1u, 2u}) {
         auto it = in_order_.find((static_cast<std::uint64_t>(static_cast<unsigned>(fd)) << 2) | dir);
         if (it == in_order_.end()) continue;
@@ -299,27 +304,27 @@ class ring {
         }
       }
       in_kernel.reserve(pending_.size());
-      for (io_operation* op : pending_) {
+      for (io_op* op : pending_) {
         if (op->kind == io_kind::timeout || op->fd != fd) continue;
         // relaxed: read by the reaper under mutex_, which we hold.
         op->fd_closed.store(true, std::memory_order_relaxed);
         op->add_ref();  // kept until its completion has been seen below
         in_kernel.push_back(op);
       }
-      for (io_operation* op : in_kernel) request_cancel_locked(op);
-      if (sq_backlog_) flush_blocking(lock);
+      for (io_op* op : in_kernel) request_cancel_locked(op);
+      if (sq_backlog_) flush_blocking();
     }
-    for (io_operation* op : in_kernel) {
+    for (io_op* op : in_kernel) {
       wait(op->done);
       op->release();
     }
   }
 
   void begin_shutdown() {
-    std::unique_lock lock(mutex_);
+    lock_guard lock(mutex_);
     shutting_down_ = true;
-    for (io_operation* op : pending_) request_cancel_locked(op);
-    if (sq_backlog_) flush_blocking(lock);
+    for (io_op* op : pending_) request_cancel_locked(op);
+    if (sq_backlog_) flush_blocking();
     // Operations queued behind others: complete them now.
     for (auto& [key, q] : in_order_) {
       while (q.size() > 1) {
@@ -330,13 +335,13 @@ class ring {
   }
 
  private:
-  io_uring_sqe* get_sqe_locked() {
+  io_uring_sqe* get_sqe_locked() WEFT_REQUIRES(mutex_) {
     io_uring_sqe* sqe;
     while (!(sqe = ::io_uring_get_sqe(&ring_))) flush_locked();  // full: hand it over
     return sqe;
   }
 
-  void request_cancel_locked(io_operation* op) {
+  void request_cancel_locked(io_op* op) WEFT_REQUIRES(mutex_) {
     io_uring_sqe* sqe = get_sqe_locked();
     io_uring_prep_cancel64(sqe, reinterpret_cast<__u64>(op), 0);
     io_uring_sqe_set_data(sqe, nullptr);  // the cancel's own completion is ignored
@@ -347,7 +352,7 @@ class ring {
     for (;;) {
       bool backlog;
       {
-        std::lock_guard lock(mutex_);
+        lock_guard lock(mutex_);
         backlog = sq_backlog_ && !flush_locked();
       }
       io_uring_cqe* cqe = nullptr;
@@ -372,14 +377,15 @@ class ring {
         std::abort();
       }
       if (rc < 0) continue;  // -EINTR
-      auto* op = static_cast<io_operation*>(io_uring_cqe_get_data(cqe));
+      auto* op = static_cast<io_op*>(io_uring_cqe_get_data(cqe));
       long long res = cqe->res;
       ::io_uring_cqe_seen(&ring_, cqe);
       if (op) {
         // Lock before reading op: the submitter wrote it under this mutex,
         // which is the happens-before edge (the kernel's is invisible to TSan).
-        std::lock_guard lock(mutex_);
+        lock_guard lock(mutex_);
         const bool closed = op->fd_closed.load(std::memory_order_relaxed);  // set under mutex_
+        // acquire: see io_op::cancel_requested.
         const bool retry_ok =
             !shutting_down_ && !closed && !op->cancel_requested.load(std::memory_order_acquire);
         if (op->uring_poll_armed) {
@@ -417,28 +423,32 @@ class ring {
         pending_.erase(op);
         // Start the next queued operation before completing this one: the
         // completion may free `op`, and advance_locked needs its fd/kind.
-        io_operation* done_op = op;
+        io_op* done_op = op;
         advance_locked(done_op);
         finish(done_op, res);
       }
-      std::lock_guard lock(mutex_);
+      lock_guard lock(mutex_);
       if (stopping_ && pending_.empty()) return;
     }
   }
 
   fd_order& order_;
+  // The submission side (io_uring_get_sqe, io_uring_submit) is used under
+  // mutex_ only; the completion side by the reaper only, without it. Hence
+  // not WEFT_GUARDED_BY: the analysis cannot tell the two halves apart.
   io_uring ring_;
-  std::mutex mutex_;  // serialises the submission queue and the fields below
-  std::unordered_set<io_operation*> pending_;  // guarded by mutex_: in the kernel
+  mutex mutex_;  // serialises the submission queue and the fields below
+  std::unordered_set<io_op*> pending_ WEFT_GUARDED_BY(mutex_);  // in the kernel
   // Per (fd, direction): the operation in flight first, then those waiting.
-  std::unordered_map<std::uint64_t, std::deque<io_operation*>> in_order_;  // guarded by mutex_
-  bool shutting_down_ = false;                 // guarded by mutex_
-  bool stopping_ = false;                      // guarded by mutex_
-  bool sq_backlog_ = false;  // guarded by mutex_: SQEs a failed submit left queued
+  std::unordered_map<std::uint64_t, std::deque<io_op*>> in_order_ WEFT_GUARDED_BY(mutex_);
+  bool shutting_down_ WEFT_GUARDED_BY(mutex_) = false;
+  bool stopping_ WEFT_GUARDED_BY(mutex_) = false;
+  // SQEs a failed submit left queued.
+  bool sq_backlog_ WEFT_GUARDED_BY(mutex_) = false;
   std::thread reaper_;
 };
 
-class uring_backend final : public io_backend {
+class uring_backend final : public io_driver {
  public:
   uring_backend(unsigned workers, bool try_first) : try_first_(try_first) {
     rings_.reserve(workers);
@@ -446,7 +456,7 @@ class uring_backend final : public io_backend {
   }
   const char* name() const noexcept override { return "io_uring"; }
 
-  void submit(io_operation* op, worker_view* w) override {
+  void submit(io_op* op, worker_view* w) override {
     if (op->kind == io_kind::timeout) {
       // A deadline already past (even before the clock's epoch, which the
       // kernel would reject as a negative time) completes at once.
@@ -458,27 +468,22 @@ class uring_backend final : public io_backend {
       rings_[op->home]->submit(op);
       return;
     }
-    bool regular = false;
-    long long r = prepare_io(op, try_first_, &regular);
-    if (r < 0) {
-      io_complete(op, r);
+    // Always prepared here (validation included: the kernel would not check
+    // what validate_io checks); a regular file, like a would-block, goes to
+    // the ring, which performs it asynchronously.
+    const try_first_rules rules{.attempt = try_first_,
+                                .make_nonblocking = try_first_,
+                                .socket_messages_unprepared = false,
+                                .attempt_connect = false};
+    if (try_first(op, rules, [&] { return order_.idle(op->fd, direction_of(op->kind)); }) ==
+        try_first_result::completed)
       return;
-    }
-    // Only while nothing on (fd, direction) is queued: never overtake.
-    if (try_first_ && !regular && op->kind != io_kind::connect &&
-        order_.idle(op->fd, direction_of(op->kind))) {
-      r = attempt_io(op);
-      if (r != -EAGAIN) {
-        io_complete(op, r);
-        return;
-      }
-    }
     order_.enter(op);
     op->home = fd_order::home_of(op->fd, static_cast<unsigned>(rings_.size()));
     rings_[op->home]->submit(op);
   }
 
-  void cancel(io_operation* op) override { rings_[op->home]->cancel(op); }
+  void cancel(io_op* op) override { rings_[op->home]->cancel(op); }
 
   // Every operation on fd is on its home ring (timeouts have no fd).
   void close_fd(int fd) override {
@@ -497,7 +502,7 @@ class uring_backend final : public io_backend {
 
 }  // namespace
 
-std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first) {
+std::unique_ptr<io_driver> make_uring_backend(unsigned workers, bool try_first) {
   return std::make_unique<uring_backend>(workers, try_first);
 }
 
@@ -508,7 +513,7 @@ std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first)
 #include <stdexcept>
 
 namespace weft::detail {
-std::unique_ptr<io_backend> make_uring_backend(unsigned, bool) {
+std::unique_ptr<io_driver> make_uring_backend(unsigned, bool) {
   throw std::runtime_error("weft: this build has no io_uring support (liburing was not found)");
 }
 }  // namespace weft::detail

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,8 +65,14 @@ TEST(PriorityValue, LevelsAndRange) {
   static_assert(!weft::priority{4}.more_urgent_than(weft::priority{4}));
   static_assert(weft::priority{4} == weft::priority{4});
   static_assert(weft::task_context<6>::level == 6);
-  static_assert(weft::task_context<6>{}.value() == weft::priority{6});
+  static_assert(weft::at_priority<6>.value() == weft::priority{6});
   static_assert(decltype(weft::at_priority<1>)::level == 1);
+  // Only the runtime makes contexts (tests/priority/compile_checks/forge_context.cpp
+  // checks that user code cannot); a tag is not one.
+  static_assert(!std::is_default_constructible_v<weft::task_context<6>>);
+  static_assert(!std::is_constructible_v<weft::task_context<6>, weft::priority_tag<6>>);
+  static_assert(!std::is_convertible_v<weft::priority_tag<6>, weft::task_context<6>>);
+  static_assert(std::is_trivially_copyable_v<weft::task_context<6>>);
   static_assert(weft::priority_future<int, 4>::level == 4);
   for (unsigned l = 0; l < 8; ++l) EXPECT_EQ(weft::priority{l}.level(), l);
   EXPECT_THROW(weft::priority{8}, std::invalid_argument);
@@ -301,6 +308,43 @@ TEST_P(PriorityApi, GetOutsideRuntime) {
   });
 }
 
+// The run-time doors into the typed form hand a task only the context of its
+// own level: this_task::context<P>() and a nested rt.run(at_priority<P>)
+// (which runs f in the calling task) throw from a task of another level, and
+// this_task::context<P>() throws outside a task. In priority-oblivious mode
+// levels are not tracked and any P is accepted.
+TEST_P(PriorityApi, ContextOnlyForTheCallersLevel) {
+  weft::runtime rt(options());
+  EXPECT_THROW((void)weft::this_task::context<2>(), std::logic_error);  // not a task
+  int ran = 0, nested = 0;
+  bool own_ok = false, other_threw = false, nested_other_threw = false;
+  rt.run(weft::priority{2}, [&] {
+    weft::task_context<2> c2 = weft::this_task::context<2>();  // this task's own level
+    own_ok = c2.level == 2;
+    try {
+      (void)weft::this_task::context<6>();
+    } catch (const std::logic_error& e) {
+      other_threw = true;
+      EXPECT_NE(std::string(e.what()).find("runs at level 2"), std::string::npos) << e.what();
+    }
+    // Nested run at the caller's own level: f runs in this task, with its context.
+    nested += rt.run(weft::at_priority<2>, [&](weft::task_context<2>) {
+      ++ran;
+      return level_now() == 2 || !adaptive() ? 1 : 0;
+    });
+    try {
+      nested += rt.run(weft::at_priority<7>, [&](weft::task_context<7>) { ++ran; return 1; });
+    } catch (const std::logic_error&) {
+      nested_other_threw = true;
+    }
+  });
+  EXPECT_TRUE(own_ok);
+  EXPECT_EQ(other_threw, adaptive());
+  EXPECT_EQ(nested_other_threw, adaptive());
+  EXPECT_EQ(ran, adaptive() ? 1 : 2);
+  EXPECT_EQ(nested, adaptive() ? 1 : 2);
+}
+
 // Exceptions cross priority levels like values.
 TEST_P(PriorityApi, ExceptionsPropagateAcrossLevels) {
   weft::runtime rt(options());
@@ -388,7 +432,8 @@ TEST_P(PriorityApi, RuntimeCheckRejectsInversion) {
   weft::runtime rt(options());
   unsigned waiter = 99, awaited = 99;
   std::string what;
-  int wait_throws = 0, wait_for_throws = 0, shared_throws = 0, shared_wait_throws = 0;
+  int wait_throws = 0, wait_for_throws = 0, wait_until_throws = 0, shared_throws = 0,
+      shared_wait_throws = 0, shared_wait_for_throws = 0, shared_wait_until_throws = 0;
   auto leftover = rt.run(weft::priority{1}, [&] {
     auto f = weft::async(weft::priority{5}, [] { return 5; });
     try {
@@ -402,9 +447,32 @@ TEST_P(PriorityApi, RuntimeCheckRejectsInversion) {
     EXPECT_TRUE(f.valid());
     try { f.wait(); } catch (const weft::priority_inversion&) { ++wait_throws; }
     try { (void)f.wait_for(1ms); } catch (const weft::priority_inversion&) { ++wait_for_throws; }
+    try {
+      (void)f.wait_until(clk::now() + 1ms);
+    } catch (const weft::priority_inversion&) {
+      ++wait_until_throws;
+    }
     auto sf = weft::async(weft::priority{7}, [] { return 7; }).share();
     try { (void)sf.get(); } catch (const weft::priority_inversion&) { ++shared_throws; }
     try { sf.wait(); } catch (const weft::priority_inversion&) { ++shared_wait_throws; }
+    // The timed waits of a shared_future are checked too (they share the
+    // future's wait helper), also with the value already there: wait until
+    // the level-7 task has finished, from the level-1 task, without waiting.
+    auto until = clk::now() + 20s;
+    while (!sf.is_ready() && clk::now() < until) weft::this_task::sleep_for(1ms);
+    EXPECT_TRUE(sf.is_ready());  // is_ready is not a wait: never an inversion
+    try {
+      (void)sf.wait_for(0ms);
+    } catch (const weft::priority_inversion& e) {
+      ++shared_wait_for_throws;
+      EXPECT_EQ(e.waiter_level, 1u);
+      EXPECT_EQ(e.awaited_level, 7u);
+    }
+    try {
+      (void)sf.wait_until(std::chrono::system_clock::now() + 1ms);
+    } catch (const weft::priority_inversion&) {
+      ++shared_wait_until_throws;
+    }
     return f;
   });
   EXPECT_EQ(waiter, 1u);
@@ -414,8 +482,11 @@ TEST_P(PriorityApi, RuntimeCheckRejectsInversion) {
   EXPECT_NE(what.find("priority 5"), std::string::npos) << what;
   EXPECT_EQ(wait_throws, 1);
   EXPECT_EQ(wait_for_throws, 1);
+  EXPECT_EQ(wait_until_throws, 1);
   EXPECT_EQ(shared_throws, 1);
   EXPECT_EQ(shared_wait_throws, 1);
+  EXPECT_EQ(shared_wait_for_throws, 1);
+  EXPECT_EQ(shared_wait_until_throws, 1);
   // A thread outside the runtime has no priority: it may wait on it.
   EXPECT_EQ(leftover.get(), 5);
 }

@@ -435,9 +435,9 @@ long fib_serial(int n) {
 // is parked on an idle level).
 TEST_P(PrioritySched, EveryLevelRunsWhenAlone) {
   weft::runtime rt(options());
-  const int n = static_cast<int>(scaled(22, 18));
+  constexpr int n = static_cast<int>(scaled(22, 18));
   for (unsigned l = 0; l < weft::priority_levels; ++l) {
-    long v = rt.run(weft::priority{l}, [n] { return fib_tasks(n); });
+    long v = rt.run(weft::priority{l}, [] { return fib_tasks(n); });
     EXPECT_EQ(v, fib_serial(n)) << "level " << l;
   }
   // All workers join a level-7 barrier: only possible if the master gives the

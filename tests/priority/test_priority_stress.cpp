@@ -248,7 +248,9 @@ std::uint64_t exec(const node& n, context& cx) {
     case kind::typed_group:
       return with_level(n.level, [&](auto Lc) {
         constexpr unsigned L = decltype(Lc)::value;
-        return exec_typed<L>(n, cx, weft::task_context<L>{});
+        // This task was spawned at level L (check_level checks it): enter the
+        // typed form with its own context, checked at run time.
+        return exec_typed<L>(n, cx, weft::this_task::context<L>());
       });
   }
   cx.check_level(n);

@@ -10,14 +10,16 @@
 #include <cstdint>
 #include <thread>
 
+#include "weft/detail/thread_annotations.hpp"
+
 namespace weft::detail {
 
 // A tiny test-and-test-and-set lock for critical sections of a few
 // instructions (list splicing). It yields after a few spins, so a preempted
 // holder never makes a waiter burn its quantum.
-class spin_lock {
+class WEFT_CAPABILITY("spin_lock") spin_lock {
  public:
-  void lock() noexcept {
+  void lock() noexcept WEFT_ACQUIRE() {
     for (unsigned spins = 0;; ++spins) {
       // acquire: pairs with unlock()'s release; the protected data is visible.
       if (!held_.exchange(true, std::memory_order_acquire)) return;
@@ -26,7 +28,7 @@ class spin_lock {
       }
     }
   }
-  void unlock() noexcept {
+  void unlock() noexcept WEFT_RELEASE() {
     // release: publishes the writes made in the critical section.
     held_.store(false, std::memory_order_release);
   }
@@ -48,6 +50,10 @@ struct waiter {
   std::atomic<bool> completer_done{false};
   // The completion's epoch when this waiter was listed (guarded by the
   // completion's lock): it is still listed iff the epoch has not moved since.
+  // (epoch, next and prev are guarded by the lock of the completion the
+  // waiter is listed in, which a member of waiter cannot name: the analysis
+  // checks them through completion's guarded members, whose accessors take
+  // the lock, not here.)
   std::uint16_t epoch = 0;
   waiter* next = nullptr;  // guarded by the completion's lock
   waiter* prev = nullptr;  // guarded by the completion's lock
@@ -102,8 +108,8 @@ class completion {
   // waiter knows in O(1) whether it is still listed (remove_waiter). 16 bits
   // are enough: a waiter compares it with the value it saw at most one set()
   // earlier (the completion is set once between resets).
-  std::uint16_t epoch_ = 0;
-  waiter* head_ = nullptr;  // guarded by lock_
+  std::uint16_t epoch_ WEFT_GUARDED_BY(lock_) = 0;
+  waiter* head_ WEFT_GUARDED_BY(lock_) = nullptr;
 };
 
 inline bool completion::add_waiter(waiter* w) noexcept {

@@ -1,14 +1,13 @@
-// weft — one pending I/O operation: what to do, its result, and the
-// completion a waiting task suspends on. Shared by io_future (one reference)
-// and the backend (one reference until it completes the operation).
+// weft — one pending I/O operation as io_future (weft/io.hpp) sees it: its
+// completion, its result and its lifetime. Shared by io_future (one
+// reference) and the backend (one reference until it completes the
+// operation). What the backends need besides (the system call's arguments,
+// their queues' links, cancellation flags) is in src/io/io_op.hpp, a struct
+// derived from this one and allocated in its place: one allocation per
+// operation, as before.
 #pragma once
 
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/uio.h>
-
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <system_error>
 
@@ -21,8 +20,6 @@ template <class T> class io_future;
 }
 
 namespace weft::detail {
-
-class io_backend;
 
 enum class io_kind : std::uint8_t {
   read, write, recv, send, accept, connect, timeout,
@@ -39,46 +36,13 @@ struct io_operation {
   // Lifetime: the future's reference and the backend's (dropped when the
   // backend completes the operation). acq_rel decrements; the last frees.
   std::atomic<int> refs{2};
-  // Decides, once, who completes the operation (the backend when the syscall
-  // finishes, or a canceller). 0 = pending, 1 = completed.
-  std::atomic<std::uint32_t> completed{0};
 
-  io_kind kind = io_kind::read;
-  int fd = -1;
-  int flags = 0;
-  void* buf = nullptr;
-  std::size_t len = 0;
-  sockaddr* addr = nullptr;             // accept, recvfrom
-  socklen_t* addrlen = nullptr;         // accept, recvfrom
-  const sockaddr* peer = nullptr;       // connect, sendto
-  socklen_t peer_len = 0;               // connect, sendto
-  bool connect_started = false;         // connect: the first connect() returned EINPROGRESS
-  long long offset = 0;                 // pread, pwrite (validated >= 0)
-  const iovec* iov = nullptr;           // readv, writev: the caller's array
-  int iovcnt = 0;                       // readv, writev
-  // recvmsg/sendmsg: the caller's header. recvfrom/sendto: points to
-  // own_msg, which io_uring needs (it has no recvfrom/sendto opcode).
-  msghdr* msg = nullptr;
-  msghdr own_msg{};                     // recvfrom, sendto (io_uring)
-  iovec own_iov{};                      // recvfrom, sendto (io_uring)
-  std::size_t transferred = 0;          // recv with MSG_WAITALL: bytes so far
-  bool uring_poll_armed = false;        // io_uring: waiting for readiness, then retry
-  // prepare_io has run on the submitting worker (try-first), and its finding.
-  bool prepared = false;
-  bool regular_file = false;
-  std::chrono::steady_clock::time_point deadline{};  // timeout
-  std::int64_t kernel_timespec[2] = {0, 0};  // io_uring timeout storage
-  // Set by io_cancel before it notifies the backend; a backend that receives
-  // the operation later completes it as cancelled (acq_rel exchange/loads).
-  std::atomic<bool> cancel_requested{false};
-  // Set by io::close (io_backend::close_fd) before it stops an operation the
-  // backend cannot simply dequeue (one in the kernel, or being performed):
-  // its completer reports EBADF rather than ECANCELED or "would block".
-  std::atomic<bool> fd_closed{false};
-
-  // Written by the completer before done.set(), read after done is seen.
-  long long result = 0;
-  std::error_code error;
+  io_kind kind = io_kind::read;  // io_drop: accepts and readiness waits are cancelled
+  // Set by a backend that leaves the operation to be performed by whoever
+  // waits for it (the blocking backend, for an operation that would block):
+  // io_wait and friends then drive it through the backend. Written before the
+  // future is handed out; read by the future's owner.
+  bool deferred = false;
   bool timed_out_by_deadline = false;  // the future's owner only
   // The future's owner took the result (io_future::take). Until then an
   // accepted descriptor belongs to the operation: if the last reference goes
@@ -86,25 +50,22 @@ struct io_operation {
   // it rather than leak it and leave its client connected to nobody.
   bool result_taken = false;
 
-  io_backend* backend = nullptr;
-  // Set by a backend that leaves the operation to be performed by whoever
-  // waits for it (the blocking backend, for an operation that would block):
-  // io_wait and friends then drive it through the backend. Written before the
-  // future is handed out; read by the future's owner.
-  bool deferred = false;
-  // Counted in the backend's per-descriptor order (fd_order.hpp) until it
-  // completes; written and read by the submitting thread and the completer.
-  bool ordered = false;
-  // Backend bookkeeping (guarded by the backend's own rules).
-  unsigned home = 0;                    // I/O thread or ring index
-  // Intrusive link of the epoll backend's submission queue (mpsc_queue.hpp).
-  std::atomic<io_operation*> next{nullptr};
-  // Intrusive link of the netpoll backend's per-descriptor waiter lists
-  // (guarded by that descriptor's lock).
-  io_operation* wait_next = nullptr;
+  // Written by the completer before done.set(), read after done is seen.
+  long long result = 0;
+  std::error_code error;
 
+  // relaxed: the caller holds a reference already, so the operation is alive
+  // and nothing is published by taking another (as std::shared_ptr's copy).
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept;
+
+ protected:
+  // Only as the base of the backends' io_op (src/io/io_op.hpp), which
+  // io_operation_destroy frees as such.
+  io_operation() = default;
+  ~io_operation() = default;
+  io_operation(const io_operation&) = delete;
+  io_operation& operator=(const io_operation&) = delete;
 };
 
 // Frees `op`, closing a descriptor it accepted that nobody took (io_common.cpp).
@@ -116,10 +77,6 @@ inline void io_operation::release() noexcept {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) io_operation_destroy(this);
 }
 
-// Completes `op` with a syscall-style result (res >= 0, or -errno) unless it
-// was completed already; drops the backend's reference. Returns true if this
-// call completed it. Any thread.
-bool io_complete(io_operation* op, long long res) noexcept;
 // Requests cancellation (see io_future::cancel).
 void io_cancel(io_operation* op);
 // The same where an exception cannot be thrown (a destructor): a backend that

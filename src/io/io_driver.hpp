@@ -1,24 +1,25 @@
-// weft — the interface every I/O backend implements, and the one-shot
-// non-blocking attempt they share.
+// weft — the interface every I/O backend implements (the class is
+// io_driver, so as not to share its name with the option enum
+// weft::io_backend that picks one), and the factories of the four.
 #pragma once
 
 #include <memory>
 
-#include "weft/detail/io_operation.hpp"
+#include "io_common.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 
 namespace weft::detail {
 
-class io_backend {
+class io_driver {
  public:
-  virtual ~io_backend() = default;
+  virtual ~io_driver() = default;
   virtual const char* name() const noexcept = 0;
   // Takes over the backend's reference to `op` and eventually completes it
   // (io_complete). `w` is the calling worker, or nullptr on other threads.
-  virtual void submit(io_operation* op, worker_view* w) = 0;
+  virtual void submit(io_op* op, worker_view* w) = 0;
   // Cancellation request for a submitted operation (the caller holds a
   // reference; op->cancel_requested is already set).
-  virtual void cancel(io_operation* op) = 0;
+  virtual void cancel(io_op* op) = 0;
   // Completes every pending operation with ECANCELED and every later one at
   // once. Called by ~runtime before it drains the tasks.
   virtual void begin_shutdown() = 0;
@@ -58,36 +59,15 @@ class io_backend {
   virtual void interrupt() noexcept {}
 };
 
-// Which readiness an operation waits for.
-enum class io_direction { in, out, none };
-io_direction direction_of(io_kind k) noexcept;
-
-// One attempt at the system call, never blocking (MSG_DONTWAIT, O_NONBLOCK
-// descriptors, poll with zero timeout for connect). Returns the result
-// (>= 0) or -errno; -EAGAIN means "would block". EINTR is retried.
-long long attempt_io(io_operation* op) noexcept;
-
-// Validates the arguments only (no system call); returns 0 or -errno.
-long long validate_io(io_operation* op) noexcept;
-// recv/send/recvfrom/sendto/recvmsg/sendmsg: their system calls take
-// MSG_DONTWAIT, so they need neither O_NONBLOCK nor a look at the
-// descriptor's flags first (a closed or wrong descriptor fails in the call).
-bool is_socket_message(io_kind k) noexcept;
-
-// Validates arguments and prepares the descriptor; returns 0 or -errno.
-// `make_nonblocking`: switch the descriptor to O_NONBLOCK (epoll, try-first).
-// Sets *regular_file when fd is a regular file (or block device).
-long long prepare_io(io_operation* op, bool make_nonblocking, bool* regular_file) noexcept;
-
-std::unique_ptr<io_backend> make_epoll_backend(unsigned workers, bool try_first);
-std::unique_ptr<io_backend> make_netpoll_backend(bool try_first);
-std::unique_ptr<io_backend> make_uring_backend(unsigned workers, bool try_first);  // throws if unavailable
-std::unique_ptr<io_backend> make_blocking_backend();
+std::unique_ptr<io_driver> make_epoll_backend(unsigned workers, bool try_first);
+std::unique_ptr<io_driver> make_netpoll_backend(bool try_first);
+std::unique_ptr<io_driver> make_uring_backend(unsigned workers, bool try_first);  // throws if unavailable
+std::unique_ptr<io_driver> make_blocking_backend();
 
 }  // namespace weft::detail
 
 namespace weft::detail {
 class scheduler;
 // The runtime's backend, created on first use (thread-safe).
-io_backend* scheduler_io_backend(scheduler* s);
+io_driver* scheduler_io_driver(scheduler* s);
 }  // namespace weft::detail
