@@ -1,11 +1,11 @@
-// weft-bench — section "io": latency-hiding I/O (papers 000 §5 and 004 §6.4).
+// weft-bench — section "io": latency-hiding I/O (Cilk-L §5 and Concurrent Cilk §6.4).
 //
-//   map-reduce   paper 000 Figures 2-3: N emulated connections (timerfds),
+//   map-reduce   Cilk-L Figures 2-3: N emulated connections (timerfds),
 //                a parallel fib per item; Ideal, blocking reads on P and 2P
 //                workers, I/O futures per backend and steal policy
-//   breakdown    paper 000 Figure 4: the overhead of each mechanism at zero
+//   breakdown    Cilk-L Figure 4: the overhead of each mechanism at zero
 //                latency (future, event mechanism, I/O thread, io_uring)
-//   server       paper 004 Table 3: a loopback TCP server with parallel
+//   server       Concurrent Cilk Table 3: a loopback TCP server with parallel
 //                requests against a thread-per-client server
 //   latency      a 64-byte round trip, weft I/O futures against blocking
 //                system calls on two threads

@@ -1,4 +1,4 @@
-// weft-bench — io: the map-reduce microbenchmark of paper 000 §5 (Figure 1's
+// weft-bench — io: the map-reduce microbenchmark of Cilk-L §5 (Figure 1's
 // distMapReduce), with latency (Figures 2-3) and at zero latency as an
 // overhead breakdown (Figure 4).
 //

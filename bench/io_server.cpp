@@ -1,4 +1,4 @@
-// weft-bench — io: a compute server on loopback TCP (paper 004 §6.4, Table 3).
+// weft-bench — io: a compute server on loopback TCP (Concurrent Cilk §6.4, Table 3).
 //
 // Protocol: the client sends n (4 bytes), the server answers fib(n) (8 bytes).
 // Two servers, each listening on its own 127.0.0.1 port:
@@ -405,7 +405,7 @@ void run_io_server(const config& cfg, report& rep) {
           continue;
         }
         // Throughput ratio = thread server's time / weft's time (same requests).
-        // Goal (paper 004 Table 3): one client with large requests gets every
+        // Goal (Concurrent Cilk Table 3): one client with large requests gets every
         // core from weft, but one core from a thread per client.
         const bool goal = C == 1 && w.n >= 28;
         add_paired_ratio(rep, name, params, vs[static_cast<std::size_t>(threads_i)],

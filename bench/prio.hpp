@@ -1,4 +1,4 @@
-// weft-bench — the priority section (paper 001, I-Cilk §5): what its three
+// weft-bench — the priority section (I-Cilk, I-Cilk §5): what its three
 // files share. Private to bench/prio_*.cpp.
 #pragma once
 

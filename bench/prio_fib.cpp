@@ -1,4 +1,4 @@
-// weft-bench — priority section, part 1 (paper 001 §5.1, Figures 2-4):
+// weft-bench — priority section, part 1 (I-Cilk §5.1, Figures 2-4):
 // fib-ep and fib-rp under APS against the priority-oblivious scheduler.
 //
 // Three fib(n) computations are spawned in succession at levels 0 (H), 3 (M)

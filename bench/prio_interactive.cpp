@@ -1,4 +1,4 @@
-// weft-bench — priority section, part 3 (paper 001 §5.2, Figure 6 in
+// weft-bench — priority section, part 3 (I-Cilk §5.2, Figure 6 in
 // spirit): response time of an interactive service under background load.
 //
 // The service is a loopback TCP server written as weft tasks: a handler of

@@ -1,4 +1,4 @@
-// weft-bench — priority section, part 2 (paper 001 §5.2, Figure 5): a job
+// weft-bench — priority section, part 2 (I-Cilk §5.2, Figure 5): a job
 // server. Jobs of four types arrive as a Poisson process:
 //   mm    dense matrix multiply (parallel over row blocks)
 //   fib   fork_join fib with a serial cutoff

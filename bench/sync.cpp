@@ -1,4 +1,4 @@
-// weft-bench — sync: programs written around blocking (paper 004 §6).
+// weft-bench — sync: programs written around blocking (Concurrent Cilk §6).
 //
 //  * Figure 8: parfib where every result travels through a sync variable
 //    (ivar, mvar, channel), against Go (goroutines returning through

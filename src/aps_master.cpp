@@ -1,4 +1,4 @@
-// weft — the APS master (paper 001 §3 and §5): every quantum L it measures
+// weft — the APS master (I-Cilk §3 and §5): every quantum L it measures
 // each level's utilisation, computes desires (Figure 1), allocates workers
 // top-down, and tells the workers whose level changed through a flag they
 // check at strand boundaries and between tasks.
@@ -121,7 +121,7 @@ void aps_master::measure(quantum& q, std::uint64_t now) {
 }
 
 // Which levels have work, and each level's desire for the next quantum
-// (paper 001 Figure 1).
+// (I-Cilk Figure 1).
 void aps_master::compute_desires(quantum& q) {
   const unsigned P = sched_.worker_count();
   const double delta = sched_.config().aps_efficiency;
@@ -151,7 +151,7 @@ void aps_master::compute_desires(quantum& q) {
   idle_quanta_ = q.anything ? 0 : idle_quanta_ + 1;
 }
 
-// Workers per level, top-down (paper 001 §5), published as hints.
+// Workers per level, top-down (I-Cilk §5), published as hints.
 void aps_master::allocate(const quantum& q) {
   allot_ = aps::allocate(desire_, q.has_work, sched_.worker_count(), default_priority_level);
   // relaxed: hints for note_level_spawn/note_level_ready (scheduler.hpp).

@@ -1,4 +1,4 @@
-// weft — the APS master (paper 001 §3 and §5): a thread that every quantum L
+// weft — the APS master (I-Cilk §3 and §5): a thread that every quantum L
 // measures each level's utilisation, computes desires (Figure 1), allocates
 // workers top-down, assigns workers to levels and wakes the ones that must
 // move. Workers learn their new level through a flag they check at strand

@@ -1,6 +1,6 @@
 // weft — fibers: a stack plus a saved context. A worker always runs on some
 // fiber; a fiber outlives its task only when the task blocks (lazy promotion,
-// paper 004 §1): the blocked task keeps the fiber, and the worker continues on
+// Concurrent Cilk §1): the blocked task keeps the fiber, and the worker continues on
 // a fresh one from the pool.
 #pragma once
 

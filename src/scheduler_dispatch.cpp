@@ -177,7 +177,7 @@ work_item* scheduler::find_work(worker* w) {
   // The task woken here last (ready_queue) and the own deque's newest item:
   // depth-first. ProWS pops the deque first (a resumed task may adopt its
   // parked deque only in place of an empty one); ParWS resumes first, as
-  // paper 002 pushes resumed vertices at the bottom before popping (there
+  // latency-hiding work stealing pushes resumed vertices at the bottom before popping (there
   // the blocked task's deque stayed with the worker, so its older items
   // would otherwise run before it: breadth-first).
   // (Policy::resumes_before_own_deque, steal_policy.hpp.)

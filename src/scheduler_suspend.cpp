@@ -1,5 +1,5 @@
-// weft — fiber switches and the suspension protocol (ProWS, paper 000 §4.2;
-// ParWS, paper 002): a blocking task's fiber is switched out, with its deque
+// weft — fiber switches and the suspension protocol (ProWS, Cilk-L §4.2;
+// ParWS, latency-hiding work stealing): a blocking task's fiber is switched out, with its deque
 // if the policy parks it; make_resumable queues it in a worker's ready queue;
 // whoever takes it from there adopts its deque and switches to it.
 #include <utility>
@@ -92,7 +92,7 @@ void scheduler::suspend(worker* w, commit_fn commit, void* arg, int new_level) {
   // The task's deque goes with its fiber only under ProWS and only if it
   // holds items (only the owner pushes, so an empty deque stays empty): an
   // empty one is interchangeable with any other, so the worker keeps it — no
-  // deque is parked per blocked task. ParWS always keeps it (paper 002).
+  // deque is parked per blocked task. ParWS always keeps it (latency-hiding work stealing).
   // (Policy::parks_deque, steal_policy.hpp.)
   const bool park = with_policy([d](auto p) { return decltype(p)::parks_deque(d); });
   self->deque = park ? d : nullptr;
@@ -137,7 +137,7 @@ void scheduler::make_resumable(fiber* f, resume_kind kind) noexcept {
   WEFT_ASSERT(level < priority_levels && f->home < workers_.size(), "make_resumable: a valid queue");
   // ProWS: the resumer's queue (locality: it often just produced what the
   // task waited for, and is about to look for work); from other threads, the
-  // worker the task blocked on. ParWS: always the latter (paper 002).
+  // worker the task blocked on. ParWS: always the latter (latency-hiding work stealing).
   // (Policy::resume_target, steal_policy.hpp.)
   worker* me = this_worker();
   if (me && me->sched != this) me = nullptr;
@@ -168,7 +168,7 @@ void scheduler::make_resumable(fiber* f, resume_kind kind) noexcept {
 }
 
 namespace {
-// A parallel loop over resumed fibers (paper 002 Figure 3, line 9): executing
+// A parallel loop over resumed fibers (latency-hiding work stealing Figure 3, line 9): executing
 // it pushes half of its fibers as a new batch until one is left, then switches
 // to that one. Always executed at the top of a worker loop (joins never pop
 // untagged items), so abandoning the executing fiber's frames is safe.
@@ -218,7 +218,7 @@ work_item* scheduler::take_ready(worker* w, ready_queue& q, ready_take which) {
   }
   --q.size;
   // ParWS: a thief takes the whole FIFO as one parallel loop over the
-  // resumed fibers (paper 002 Figure 3, addResumedVertices).
+  // resumed fibers (latency-hiding work stealing Figure 3, addResumedVertices).
   if (Policy::thieves_take_batches && which == ready_take::any && q.head) {
     auto* batch = new resume_batch();
     batch->fibers.push_back(f);

@@ -1,6 +1,6 @@
 // weft — the two work-stealing policies behind one interface: ProWS
-// (proactive work stealing, paper 000 §4.2) and ParWS (parsimonious work
-// stealing, paper 002). They differ only where a task blocks, where it is
+// (proactive work stealing, Cilk-L §4.2) and ParWS (parsimonious work
+// stealing, latency-hiding work stealing). They differ only where a task blocks, where it is
 // resumed, and in the order an idle worker looks at its own ready fibers and
 // its own deque; spawn, pop, steal and join are the same code for both.
 //
@@ -41,7 +41,7 @@ concept work_stealing_policy = requires(const deque_record* d, const worker* me,
   { P::resumes_before_own_deque } -> std::convertible_to<bool>;
 };
 
-// ProWS (paper 000 §4.2): a blocked task's deque, if it holds items, is
+// ProWS (Cilk-L §4.2): a blocked task's deque, if it holds items, is
 // parked with its fiber and donated to a random worker's stealable set; its
 // resumer adopts it ("mugging"). An empty one (only the owner pushes, so an
 // empty deque stays empty) is interchangeable with any other, so the worker
@@ -60,14 +60,14 @@ struct prows_policy {
   static constexpr bool resumes_before_own_deque = false;
 };
 
-// ParWS (paper 002): a blocked task's deque always stays with its worker; a
+// ParWS (latency-hiding work stealing): a blocked task's deque always stays with its worker; a
 // resumed fiber goes to the ready queue of the worker it blocked on, and a
 // thief takes a whole ready FIFO as one parallel loop over its fibers.
 struct parws_policy {
   static bool parks_deque(const deque_record*) noexcept { return false; }
   static unsigned resume_target(const worker*, const fiber* f) noexcept { return f->home; }
   static constexpr bool thieves_take_batches = true;
-  // ParWS resumes first, as paper 002 pushes resumed vertices at the bottom
+  // ParWS resumes first, as latency-hiding work stealing pushes resumed vertices at the bottom
   // before popping (there the blocked task's deque stayed with the worker,
   // so its older items would otherwise run before it: breadth-first).
   static constexpr bool resumes_before_own_deque = true;

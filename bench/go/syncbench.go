@@ -3,7 +3,7 @@
 // key=value lines: seconds, ok, and vm_hwm_kib (peak RSS, from
 // /proc/self/status) — the same lines as weft-bench's own children.
 //
-//	syncbench parfib N            parfib through channels (paper 004 Figure 8)
+//	syncbench parfib N            parfib through channels (Concurrent Cilk Figure 8)
 //	syncbench blocked N           N goroutines blocked on one channel, then released
 //	syncbench chan P C CAP MSGS   P senders, C receivers, MSGS messages, capacity CAP
 //

@@ -1,5 +1,5 @@
 // fib_server — a TCP server that computes Fibonacci numbers in parallel while
-// its connections wait on the network (paper 004 §6.4).
+// its connections wait on the network (Concurrent Cilk §6.4).
 //
 // Protocol, one request per line ("\r\n" is accepted too):
 //   fib N   ->  "N fib(N)\n"       0 <= N <= 50, computed with fork_join

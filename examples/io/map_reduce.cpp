@@ -1,4 +1,4 @@
-// map_reduce — distributed map-reduce with latency hiding (paper 000, Figure 1).
+// map_reduce — distributed map-reduce with latency hiding (Cilk-L, Figure 1).
 //
 // The range of items [0, items) is split recursively with fork_join. Each leaf
 // "opens a connection" to a remote source, waits for its reply, then runs a

@@ -1,4 +1,4 @@
-// weft — futures, promises and async on fibers (paper 003: std::future's
+// weft — futures, promises and async on fibers (Fibertures: std::future's
 // interface without a thread per task and without blocking the worker).
 //
 //   weft::future<int> f = weft::async(fib, 30);   // inside a task

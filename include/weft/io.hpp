@@ -1,4 +1,4 @@
-// weft — latency-hiding I/O (papers 000 §3 and 004 §4): operations that
+// weft — latency-hiding I/O (Cilk-L §3 and Concurrent Cilk §4): operations that
 // suspend the task, never the worker.
 //
 //   auto f = weft::io::read(fd, buf, n);     // returns at once

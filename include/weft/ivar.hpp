@@ -1,5 +1,5 @@
 // weft — an IVar: a write-once variable whose readers suspend until it is
-// written (paper 004 §3.1). get() inside a task pauses the task (weft/pause.hpp;
+// written (Concurrent Cilk §3.1). get() inside a task pauses the task (weft/pause.hpp;
 // its worker runs other work); on any other thread it blocks the thread.
 //
 //   weft::ivar<int> v;

@@ -1,4 +1,4 @@
-// weft — an MVar (paper 004 §3.1; Haskell's MVar): a box that is full or
+// weft — an MVar (Concurrent Cilk §3.1; Haskell's MVar): a box that is full or
 // empty. put() waits while it is full, take() waits while it is empty and
 // empties it, read() waits while it is empty and leaves the value. Waiting
 // pauses a task (its worker runs other work) or blocks a plain thread.

@@ -1,4 +1,4 @@
-// weft — pause and resume (paper 004 §3, §5.4): the one suspension mechanism
+// weft — pause and resume (Concurrent Cilk §3, §5.4): the one suspension mechanism
 // every blocking structure of weft is built on (futures, ivars, mvars,
 // channels, select, timed waits), public so that users can build their own.
 //

@@ -1,4 +1,4 @@
-// weft — task priorities (paper 001, I-Cilk) and the compile-time
+// weft — task priorities (I-Cilk, I-Cilk) and the compile-time
 // priority-inversion check.
 //
 // Levels 0 .. priority_levels-1; level 0 is the MOST urgent. A task inherits

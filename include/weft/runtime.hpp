@@ -22,10 +22,10 @@ bool is_worker_of(const scheduler& s) noexcept;
 }
 
 // What a worker does when its task blocks (docs/design.md §Policies).
-//  proactive    ProWS (paper 000 §4.2): suspend the active deque with the task,
+//  proactive    ProWS (Cilk-L §4.2): suspend the active deque with the task,
 //               donate it to a random worker, take a fresh deque and steal;
 //               a resumed task's continuation goes to the bottom of its deque.
-//  parsimonious ParWS (paper 002 §3, Figure 3): keep working on the same
+//  parsimonious ParWS (latency-hiding work stealing §3, Figure 3): keep working on the same
 //               deque; resumed tasks are collected per worker and re-injected
 //               as a parallel loop over them; a worker takes its own resumed
 //               tasks before stealing.
@@ -37,7 +37,7 @@ enum class steal_policy { proactive, parsimonious };
 //             work (one idle worker blocks in epoll_wait), as Go and Tokio
 //             do; a ready operation is performed and its task resumed on the
 //             worker that saw the event
-//  epoll_threads  Cilk-L (paper 000): an I/O thread per worker; workers hand
+//  epoll_threads  Cilk-L (Cilk-L): an I/O thread per worker; workers hand
 //             operations that would block over a lock-free queue and an
 //             eventfd; the I/O thread completes them
 //  io_uring   a ring per worker; the worker submits directly, a reaper thread
@@ -59,7 +59,7 @@ struct options {
   // call on the worker, and hand it to the backend only if it would block.
   bool io_try_first = true;
 
-  // Priority scheduling (docs/priorities.md). `adaptive` is APS (paper 001):
+  // Priority scheduling (docs/priorities.md). `adaptive` is APS (I-Cilk):
   // a master thread, started when the first task of a non-default level is
   // spawned, moves workers between levels every quantum. `oblivious` ignores
   // priorities (one pool), for comparison.

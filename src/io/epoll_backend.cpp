@@ -1,4 +1,4 @@
-// weft — the epoll backend, Cilk-L's design (paper 000 §3.2): as many I/O
+// weft — the epoll backend, Cilk-L's design (Cilk-L §3.2): as many I/O
 // threads as workers; a worker hands requests over a lock-free queue and
 // wakes the I/O thread with an eventfd; the I/O thread attempts each request
 // at once, parks the ones that would block in its epoll set, performs them

@@ -1,5 +1,5 @@
 // APS policy as pure functions (include/weft/detail/aps_policy.hpp):
-//  * next_desire — paper 001 Figure 1, every branch;
+//  * next_desire — I-Cilk Figure 1, every branch;
 //  * allocate    — top-down allocation (§3), caps, leftovers half to each level
 //                  with ready work from the top (§5, weft's refinement), and
 //                  everything to the default level when no level has work.

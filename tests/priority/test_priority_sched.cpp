@@ -1,4 +1,4 @@
-// APS behaviour (paper 001 §3, §5): priority order is respected, urgent
+// APS behaviour (I-Cilk §3, §5): priority order is respected, urgent
 // latency is bounded under a flood of less urgent work (and much better than
 // with priority-oblivious scheduling), and no level starves when the levels
 // above it are idle.

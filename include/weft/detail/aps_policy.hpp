@@ -1,4 +1,4 @@
-// weft — Adaptive Priority Scheduling (paper 001 §3, Figure 1): the desire of
+// weft — Adaptive Priority Scheduling (I-Cilk §3, Figure 1): the desire of
 // each priority level and the allocation of workers to levels, as pure
 // functions (the master thread in src/aps_master.cpp applies them every
 // quantum; tests check them against Figure 1).
