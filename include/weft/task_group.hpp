@@ -17,6 +17,7 @@
 #include <utility>
 #include <variant>
 
+#include "weft/detail/assert.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
 #include "weft/priority_level.hpp"
@@ -122,6 +123,11 @@ class task_group {
       detail::work_item* item = d->pop();
       if (!item) break;
       if (item->tag != this) {
+        // A foreign item (an enclosing frame's, or a continuation) goes back
+        // where it came from: pop and push with no suspension in between, so
+        // `d` is still this worker's active deque.
+        WEFT_ASSERT(detail::current_worker()->active.load(std::memory_order_relaxed) == d,
+                    "task_group::join pushes a foreign item back on the deque it popped it from");
         d->push(item);
         break;
       }
