@@ -1,4 +1,4 @@
-// weft — stealable sets (ProWS, paper 000 §4.2): each worker holds, per level,
+// weft — stealable sets (ProWS, Cilk-L §4.2): each worker holds, per level,
 // a share of the runtime's inactive deques that still hold work (a blocked
 // task's parked deque, a deque donated at a fairness turn). Thieves pick a
 // random worker, then a random entry of its set. A deque is in at most one
@@ -20,26 +20,13 @@ namespace weft::detail {
 
 struct worker;
 
-// spin_lock as a capability for the thread-safety analysis: the core's sets
-// and ready queues are annotated with it. (spin_lock itself stays plain: the
-// synchronisation variables' headers hand theirs to detail::park as lambdas,
-// which the analysis cannot follow.) Same object, same cost.
-class WEFT_CAPABILITY("spin_lock") checked_spin_lock {
- public:
-  void lock() noexcept WEFT_ACQUIRE() { l_.lock(); }
-  void unlock() noexcept WEFT_RELEASE() { l_.unlock(); }
-
- private:
-  spin_lock l_;
-};
-
 // A deque as the scheduler sees it: the Chase-Lev core plus its membership in
 // a worker's set of stealable inactive deques.
 struct deque_record : chase_lev_deque {
   // Orders the decisions "put into a set" (donation, resumption) and "take out
   // of its set" (found empty by a thief, adopted by a mugger), so a deque that
   // holds work is never left in no set (docs/design.md §Deques).
-  checked_spin_lock membership;
+  spin_lock membership;
   unsigned level = default_priority_level;  // fixed while the deque is in use
   // The worker whose set holds it, or -1.
   int set_owner WEFT_GUARDED_BY(membership) = -1;
@@ -53,7 +40,7 @@ struct deque_record : chase_lev_deque {
 // The inactive deques donated to one worker. Thieves pick a random worker,
 // then a random entry here (or the worker's active deque).
 struct stealable_set {
-  checked_spin_lock lock;
+  spin_lock lock;
   std::vector<deque_record*> deques WEFT_GUARDED_BY(lock);
   // Number of entries; written under lock (release), read without it as a hint
   // (acquire) by thieves and by parking workers.

@@ -22,12 +22,12 @@ namespace weft::detail {
 // the worker runs the most recently woken task first — typically the parent
 // whose child just delivered what it waited for — so blocking stays
 // depth-first and few fibers are alive at once (Go's runnext; Concurrent
-// Cilk's per-core ready list, paper 004 §5.2). Yields and level switches go
+// Cilk's per-core ready list, Concurrent Cilk §5.2). Yields and level switches go
 // to the back of the FIFO. Thieves take from the front of the FIFO, then
 // `next`. Under ProWS a fiber goes to the resumer's queue (locality), under
-// ParWS to its home worker's (paper 002).
+// ParWS to its home worker's (latency-hiding work stealing).
 struct ready_queue {
-  checked_spin_lock lock;
+  spin_lock lock;
   fiber* next WEFT_GUARDED_BY(lock) = nullptr;
   fiber* head WEFT_GUARDED_BY(lock) = nullptr;  // FIFO through fiber::ready_link
   fiber* tail WEFT_GUARDED_BY(lock) = nullptr;
