@@ -25,7 +25,7 @@
 // known false positive suppressed the same way by other projects (e.g.
 // arangodb/arangodb#21084, ex-actor/ex-actor#247); the pattern only matches
 // reports with exception_ptr's own functions on the stack.
-#if defined(__SANITIZE_THREAD__)
+#if WEFT_HAS_TSAN
 extern "C" const char* __tsan_default_suppressions() {
   return "race:std::__exception_ptr::exception_ptr::_M_release\n";
 }

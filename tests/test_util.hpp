@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "weft/detail/arch.hpp"  // WEFT_HAS_TSAN
 #include "weft/weft.hpp"
 
 namespace weft_test {
@@ -27,17 +28,7 @@ inline constexpr bool sanitizer_build = true;
 inline constexpr bool sanitizer_build = false;
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool tsan_build = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool tsan_build = true;
-#else
-inline constexpr bool tsan_build = false;
-#endif
-#else
-inline constexpr bool tsan_build = false;
-#endif
+inline constexpr bool tsan_build = WEFT_HAS_TSAN;
 
 // Picks a problem size: `normal` in ordinary builds, `sanitized` under ASan or
 // TSan (5-20x slower). Only used where the normal size would not fit the time
