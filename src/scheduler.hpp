@@ -73,10 +73,10 @@ class scheduler {
   // `new_level` >= 0: the worker moves to that level (APS level switch).
   void suspend(worker* w, commit_fn commit, void* arg, int new_level = -1);
   // find_work steals before taking the ready FIFO every steal_turn-th time
-  // it gets there (fairness towards parked deques; worker.cpp).
+  // it gets there (fairness towards parked deques; scheduler_dispatch.cpp).
   static constexpr unsigned steal_turn = 16;
   // find_work takes a ready fiber before its own deque every ready_turn-th
-  // time (ProWS; fairness towards resumed tasks, worker.cpp).
+  // time (ProWS; fairness towards resumed tasks, scheduler_dispatch.cpp).
   static constexpr unsigned ready_turn = 61;
   // this_task::yield: is anything else ready for w to run (its own deque,
   // injected work, a ready fiber or a donated deque at its level, or a level

@@ -55,7 +55,7 @@ void start_priority_master(scheduler* s) { s->start_aps_master(); }
 void scheduler::adopt_assigned_level(worker* w) noexcept {
   // relaxed: the flag is a hint; the assignment is read below.
   if (!w->level_switch_pending.load(std::memory_order_relaxed)) return;
-  // acquire exchange, not a relaxed store: see switch_level (aps_master.cpp);
+  // acquire exchange, not a relaxed store: see switch_level (above);
   // a clear must not wipe out a move whose level it does not read.
   w->level_switch_pending.exchange(false, std::memory_order_acquire);
   // acquire: pairs with the master's release store.

@@ -57,7 +57,7 @@ struct worker : worker_view {
   // the FIFO.
   unsigned next_streak = 0;
   // Times find_work reached the ready FIFO (owner only): every
-  // scheduler::steal_turn-th time it steals first (fairness, worker.cpp).
+  // scheduler::steal_turn-th time it steals first (fairness, scheduler_dispatch.cpp).
   unsigned fifo_turns = 0;
   // find_work calls since the last check for I/O polling (owner only).
   unsigned poll_tick = 0;

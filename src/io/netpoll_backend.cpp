@@ -10,7 +10,7 @@
 //  * Polling: a worker that runs out of work polls without blocking; one idle
 //    worker at a time blocks in epoll_wait instead of parking (the
 //    scheduler's poller slot, parking_lot::park_polling); busy workers poll
-//    now and then (scheduler.cpp, find_work). The poller performs the ready
+//    now and then (scheduler_dispatch.cpp, find_work). The poller performs the ready
 //    operations in FIFO order and completes them, which queues their tasks on
 //    its own ready queue: no other thread is involved, and a woken task runs
 //    on the worker that saw the event.
