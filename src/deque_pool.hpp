@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <vector>
 
 #include "stealable_set.hpp"

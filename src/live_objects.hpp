@@ -7,11 +7,11 @@
 // Counted where the object enters and leaves its pool's ownership, which is
 // off the hot paths (pools recycle; these sites run only when a pool grows or
 // is freed):
-//   fibers  scheduler::acquire_fiber (new fiber) / scheduler::free_pools
+//   fibers  fiber_pool::acquire (new fiber) / fiber_pool::free_all
 //           (delete); a worker's native context is not counted
 //   stacks  stack_pool::acquire / stack_pool::release (stacks handed out)
-//   deques  scheduler::acquire_deque (new deque_record) /
-//           scheduler::free_pools (delete)
+//   deques  deque_pool::acquire (new deque_record) / deque_pool::free_all
+//           (delete)
 //
 // Internal: not installed. The tests reach it by a relative include.
 #pragma once
