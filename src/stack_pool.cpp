@@ -11,6 +11,11 @@
 #include <system_error>
 
 #include "live_objects.hpp"
+#include "weft/detail/arch.hpp"
+
+#if WEFT_HAS_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102  // Linux 6.13 uapi value
@@ -41,7 +46,19 @@ stack_pool::stack_pool(std::size_t usable_bytes)
     : usable_(round_up(usable_bytes, page_size())), stride_(guard_bytes + usable_) {}
 
 stack_pool::~stack_pool() {
-  for (auto& [p, n] : slabs_) ::munmap(p, n);
+  for (auto& [p, n] : slabs_) {
+#if WEFT_HAS_ASAN
+    // Fibers that finished without unwinding (recycled, or abandoned at
+    // shutdown) leave their frames' redzones poisoned in ASan's shadow, and
+    // munmap does not clear it. The kernel may hand this address range to the
+    // next mapping — a new thread's stack, whose TLS then reads as a
+    // "stack-buffer-underflow" (seen in CI: RandomDag, which creates a
+    // runtime every 50 DAGs, failed in fiber_switch reading the exception
+    // globals). Unpoison before giving the memory back.
+    ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+    ::munmap(p, n);
+  }
 }
 
 std::size_t stack_pool::stacks_in_use() const noexcept {
