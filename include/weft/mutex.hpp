@@ -144,7 +144,7 @@ class mutex_base {
     check_lock_inversion(me.level, holder_level_.load(std::memory_order_relaxed), this, "weft::mutex");
     wait_result r = wait_in(
         lk_, waiters_, nullptr, 0, deadline, token,
-        [this]() noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+        [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS {
           // lk_ held: take a free mutex, or mark it contended so that the
           // holder's unlock takes the slow path and hands it off.
           std::uint32_t s = state_.load(std::memory_order_relaxed);
@@ -162,7 +162,7 @@ class mutex_base {
             }
           }
         },
-        [this]() noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+        [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS {
           // lk_ held, a waiter left: the holder may unlock on the fast path
           // again once nobody waits.
           std::uint32_t c = contended_;
@@ -323,7 +323,7 @@ class shared_mutex {
     const detail::task_identity me = detail::current_task();
     bool self_deadlock = false;
     int holder = -1;
-    auto try_locked = [&]() noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    auto try_locked = [&]() WEFT_NO_THREAD_SAFETY_ANALYSIS {
       // lk_ held. FIFO: nobody takes the lock past a queued waiter.
       if (!writer_ && waiters_.empty() && (shared || readers_ == 0)) {
         if (shared) {
@@ -353,7 +353,7 @@ class shared_mutex {
     detail::wait_result r = detail::wait_in(
         lk_, waiters_, const_cast<void*>(me.id), shared ? shared_kind : me.level, deadline, token,
         try_locked,
-        [this]() noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+        [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS {
           // lk_ held; a waiter left the queue: the ones behind it may now
           // be grantable (e.g. readers behind a writer that timed out).
           // Woken under lk_: fine, a woken waiter does not take lk_ again.
