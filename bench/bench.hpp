@@ -110,6 +110,7 @@ void run_priority(const config& cfg, report& rep);
 void run_io(const config& cfg, report& rep);  // io.cpp: latency-hiding I/O
 
 void run_sync(const config& cfg, report& rep);  // sync.cpp: ivars, mvars, channels vs Go, Boost.Fiber
+void run_locks(const config& cfg, report& rep);  // locks.cpp: weft::mutex vs std::mutex, Boost.Fiber
 void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go, Tokio
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).

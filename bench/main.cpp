@@ -51,6 +51,8 @@ const std::vector<section>& sections() {
       {"io", "latency-hiding I/O: map-reduce, mechanism overheads, a TCP server", run_io, {}},
       {"sync", "programs written around blocking: ivars, mvars, channels vs Go, Boost.Fiber",
        run_sync, {}},
+      {"locks", "lock contention: weft::mutex vs std::mutex (threads) and Boost.Fiber's mutex",
+       run_locks, {}},
       {"server", "TCP echo servers vs Go and Tokio", run_server, {}},
   };
   return table;

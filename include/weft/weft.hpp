@@ -7,6 +7,7 @@
 #include "weft/channel.hpp"
 #include "weft/future.hpp"
 #include "weft/ivar.hpp"
+#include "weft/locks.hpp"
 #include "weft/mvar.hpp"
 #include "weft/parallel.hpp"
 #include "weft/pause.hpp"
