@@ -52,6 +52,8 @@ const std::vector<section>& sections() {
       {"sync", "programs written around blocking: ivars, mvars, channels vs Go, Boost.Fiber",
        run_sync, {}},
       {"server", "TCP echo servers vs Go and Tokio", run_server, {}},
+      {"compose", "fan-out/fan-in: when_all over 10,000 futures vs a loop of get()s; then chains",
+       run_compose, {}},
   };
   return table;
 }
