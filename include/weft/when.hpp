@@ -67,9 +67,9 @@
 // Mechanism: every composition registers a callback on each input's
 // completion (detail::completion, the same event get() waits on): a
 // detail::waiter whose wake function runs the callback instead of resuming a
-// task. No task is blocked per input: when_all over 10,000 futures is one
-// allocation (the result's state, holding the inputs and one node per input)
-// and 10,000 list insertions. A callback runs on the thread that completes
+// task. No task is blocked per input: when_all over 10,000 futures is three
+// allocations (the input vector, the result's state holding it, the array of
+// one node per input) and 10,000 list insertions. A callback runs on the thread that completes
 // the input (a worker, an I/O thread, the thread calling set_value) and only
 // counts, publishes or queues a task; it never runs user code.
 #pragma once
