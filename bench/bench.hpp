@@ -112,6 +112,7 @@ void run_io(const config& cfg, report& rep);  // io.cpp: latency-hiding I/O
 void run_sync(const config& cfg, report& rep);  // sync.cpp: ivars, mvars, channels vs Go, Boost.Fiber
 void run_locks(const config& cfg, report& rep);  // locks.cpp: weft::mutex vs std::mutex, Boost.Fiber
 void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go, Tokio
+void run_compose(const config& cfg, report& rep);  // compose.cpp: when_all fan-in, then chains
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);

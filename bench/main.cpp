@@ -54,6 +54,8 @@ const std::vector<section>& sections() {
       {"locks", "lock contention: weft::mutex vs std::mutex (threads) and Boost.Fiber's mutex",
        run_locks, {}},
       {"server", "TCP echo servers vs Go and Tokio", run_server, {}},
+      {"compose", "fan-out/fan-in: when_all over 10,000 futures vs a loop of get()s; then chains",
+       run_compose, {}},
   };
   return table;
 }

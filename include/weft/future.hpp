@@ -107,6 +107,12 @@ class future_state_base {
     return detail::wait_until(done_, deadline);
   }
 
+  // ---- Composition (weft/when.hpp): the completion when_all, when_any and
+  // then register their ready callbacks on (a detail::waiter whose wake runs
+  // the callback; see when.hpp).
+  completion& ready_event() noexcept { return done_; }
+  // ---- end of composition
+
   // The level of the task producing the value (priority_levels: unknown).
   unsigned level() const noexcept { return level_; }
   void set_level(unsigned l) noexcept { level_ = static_cast<unsigned char>(l); }
@@ -325,6 +331,15 @@ decltype(auto) get_value(future_state<T>* s) {
   if constexpr (!std::is_void_v<T>) return (s->value());
 }
 
+// ---- Composition (weft/when.hpp, included at the end of this file).
+struct when_access;
+// The type of fn(fut): what a continuation attached with then() returns.
+template <class F, class Fut>
+using then_result_t = std::invoke_result_t<std::decay_t<F>, Fut>;
+template <class Fut, class F>
+auto compose_then(Fut&& input, F&& fn) -> future<then_result_t<F, std::decay_t<Fut>>>;
+// ---- end of composition
+
 }  // namespace detail
 
 // A one-shot result that may be waited on from tasks (suspends the task) or
@@ -381,7 +396,19 @@ class future {
 
   shared_future<T> share() noexcept;
 
+  // ---- Composition (weft/when.hpp documents it) ----------------------------
+  // Attaches a continuation: fn(std::move(*this)) runs as a task once this
+  // future is ready; returns the future of its result. This future is invalid
+  // afterwards. Throws future_error(no_state) if invalid, std::logic_error
+  // outside a runtime's task.
+  template <class F>
+  auto then(F&& fn) -> future<detail::then_result_t<F, future<T>>> {
+    return detail::compose_then(std::move(*this), std::forward<F>(fn));
+  }
+  // ---- end of composition
+
  private:
+  friend struct detail::when_access;
   friend class promise<T>;
   template <class F, class... A>
   friend auto detail::launch_async_at(detail::scheduler*, int, F&&, A&&...)
@@ -431,7 +458,17 @@ class shared_future {
     return detail::get_value(state_);
   }
 
+  // ---- Composition (weft/when.hpp documents it) ----------------------------
+  // Attaches a continuation: fn(a copy of *this) runs as a task once the
+  // result is ready; this shared_future stays valid. Errors as future::then.
+  template <class F>
+  auto then(F&& fn) const -> future<detail::then_result_t<F, shared_future<T>>> {
+    return detail::compose_then(*this, std::forward<F>(fn));
+  }
+  // ---- end of composition
+
  private:
+  friend struct detail::when_access;
   detail::future_state<T>* state_ = nullptr;
 };
 
@@ -511,3 +548,6 @@ template <class F, class... Args>
 }
 
 }  // namespace weft
+
+// Composition (when_all, when_any and the definition of then()).
+#include "weft/when.hpp"  // IWYU pragma: export

@@ -58,6 +58,7 @@
 
 #include "weft/detail/io_operation.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
+#include "weft/when.hpp"  // io_future::then, when_all/when_any over io_futures
 
 namespace weft::io {
 
@@ -174,7 +175,20 @@ class io_future {
     return get_until(detail::deadline_after(d), ec);
   }
 
+  // ---- Composition (weft/when.hpp documents it) ----------------------------
+  // Attaches a continuation: fn(std::move(*this)) runs as a task (at the
+  // level of the task calling then) once the operation has completed;
+  // returns a weft::future of its result. This io_future is invalid
+  // afterwards. Throws future_error(no_state) if invalid, std::logic_error
+  // outside a runtime's task.
+  template <class F>
+  auto then(F&& fn) -> future<weft::detail::then_result_t<F, io_future<T>>> {
+    return weft::detail::compose_then(std::move(*this), std::forward<F>(fn));
+  }
+  // ---- end of composition
+
  private:
+  friend struct weft::detail::when_access;
   template <class U>
   friend io_future<U> detail::make_io_future(detail::io_operation*) noexcept;
   explicit io_future(detail::io_operation* op) noexcept : op_(op) {}

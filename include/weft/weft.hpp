@@ -15,3 +15,4 @@
 #include "weft/runtime.hpp"
 #include "weft/task_group.hpp"
 #include "weft/this_task.hpp"
+#include "weft/when.hpp"
