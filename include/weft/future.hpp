@@ -454,6 +454,10 @@ class future {
  private:
   T get_impl(const std::stop_token* stop) {
     detail::future_waits::checked(state_);
+    // A stopped token ends the wait at once unless the value is there (an
+    // unstarted own child is not run then).
+    if (stop && stop->stop_requested() && !state_->ready())
+      detail::throw_operation_cancelled("weft: future::get cancelled");
     bool owned = state_->run_inline_if_own_child();
     if (!owned) {
       if (detail::worker_view* w = detail::current_worker()) detail::strand_boundary(w);

@@ -57,15 +57,33 @@ namespace weft::detail {
     bool stopped WEFT_GUARDED_BY(lock) = false;    // the stop callback ran
     bool cancelled WEFT_GUARDED_BY(lock) = false;  // ... and claimed the waiter
     bool listed WEFT_GUARDED_BY(lock) = true;      // ... and found it still listed
+
+    // The completer won the waiter's state: resume the task (nobody else
+    // claims the paused handle, so resume() always wakes it). `task` was
+    // written under the frame's lock before the waiter was listed, and the
+    // completion's lock orders that write before this read.
+    static void wake_by_completer(waiter* w) noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+      static_cast<frame*>(w)->task.resume();
+    }
+    // this_task::pause's publish. The lock is held until publish is over,
+    // across add_waiter: a completer may wake the task at once, and the task
+    // takes the lock (below) before its frame goes away, so this unlock is
+    // never late.
+    bool publish(paused_task h) noexcept {
+      lock.lock();
+      if (stopped) {
+        lock.unlock();
+        return false;
+      }
+      task = h;
+      published = done->add_waiter(this);  // false: already set, do not pause
+      const bool pause_now = published;
+      lock.unlock();
+      return pause_now;
+    }
   } f;
   f.done = &done;
-  // The completer won the waiter's state: resume the task (nobody else
-  // claims the paused handle, so resume() always wakes it). The frame's
-  // `task` was written under its lock before the waiter was listed, and the
-  // completion's lock orders that write before this read.
-  f.wake = [](waiter* w) noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
-    static_cast<frame*>(w)->task.resume();
-  };
+  f.wake = &frame::wake_by_completer;
 
   struct on_stop {
     frame* f;
@@ -90,21 +108,7 @@ namespace weft::detail {
     // Runs inline here if the stop came since the check above: it then only
     // sets `stopped` (nothing is published), which publish sees.
     std::stop_callback<on_stop> cb(stop, on_stop{&f});
-    this_task::pause([&f](paused_task h) noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
-      // The lock is held until publish is over, across add_waiter: a
-      // completer may wake the task at once, and the task takes the lock
-      // (below) before its frame goes away, so this unlock is never late.
-      f.lock.lock();
-      if (f.stopped) {
-        f.lock.unlock();
-        return false;
-      }
-      f.task = h;
-      f.published = f.done->add_waiter(&f);  // false: already set, do not pause
-      const bool pause_now = f.published;
-      f.lock.unlock();
-      return pause_now;
-    });
+    this_task::pause([&f](paused_task h) noexcept { return f.publish(h); });
     // Leaving the scope destroys cb: it waits for a callback running on
     // another thread, so none touches the frame after this.
   }
