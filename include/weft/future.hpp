@@ -115,8 +115,9 @@ class future_state_base {
   }
 
   // The stop source of an async task whose callable takes a std::stop_token
-  // (null for every other state). Immutable after launch.
-  std::stop_source* task_stop_source() const noexcept { return stop_; }
+  // (null for every other state). Virtual, not a member: a state that has
+  // none pays nothing for it (the hot async path stays as it was).
+  virtual std::stop_source* task_stop_source() noexcept { return nullptr; }
 
   // The level of the task producing the value (priority_levels: unknown).
   unsigned level() const noexcept { return level_; }
@@ -151,7 +152,6 @@ class future_state_base {
   }
   virtual void destroy() noexcept { delete this; }
   work_item* pending_item_ = nullptr;  // async tasks only; immutable
-  std::stop_source* stop_ = nullptr;  // async tasks taking a stop_token only; immutable
   void (*run_owned_)(future_state_base*) = nullptr;  // async tasks only
 
  private:
@@ -209,10 +209,13 @@ class async_task final : public future_state<R>, public work_item {
       : future_state<R>(2), work_item(&run, static_cast<future_state_base*>(this)), fn_(std::move(fn)) {
     this->pending_item_ = static_cast<work_item*>(this);
     this->run_owned_ = &run_owned;
-    if constexpr (Stoppable) this->stop_ = &source_;
   }
   static void* operator new(std::size_t n) { return allocate_small(n); }
   static void operator delete(void* p, std::size_t n) noexcept { deallocate_small(p, n); }
+  std::stop_source* task_stop_source() noexcept override {
+    if constexpr (Stoppable) return &source_;
+    else return nullptr;
+  }
 
  private:
   // Runs the callable and stores its result. No claim(): an async task's
@@ -368,11 +371,11 @@ struct future_waits {
   static void wait(future_state_base* s, const std::stop_token& stop, const char* what) {
     if (!checked(s).wait(stop)) throw_operation_cancelled(what);
   }
-  static bool request_stop(const future_state_base* s) noexcept {
+  static bool request_stop(future_state_base* s) noexcept {
     std::stop_source* src = s ? s->task_stop_source() : nullptr;
     return src && src->request_stop();
   }
-  static std::stop_source stop_source(const future_state_base* s) noexcept {
+  static std::stop_source stop_source(future_state_base* s) noexcept {
     std::stop_source* src = s ? s->task_stop_source() : nullptr;
     return src ? *src : std::stop_source(std::nostopstate);
   }
