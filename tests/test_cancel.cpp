@@ -195,6 +195,35 @@ TEST_P(CancelTest, PlainThreadWaitCancelledFromATask) {
   }
 }
 
+// select with a token: no case completes, every node is withdrawn.
+TEST_P(CancelTest, SelectWithTokenIsCancelledAndWithdrawsEveryCase) {
+  weft::runtime rt(options());
+  rt.run([] {
+    weft::channel<int> a, b;
+    std::optional<int> got;
+    std::stop_source src;
+    auto waiter = weft::async([&, t = src.get_token()] {
+      try {
+        int seven = 7;
+        (void)weft::select(t, weft::recv_case(a, got), weft::send_case(b, seven));
+        return false;
+      } catch (const std::system_error& e) {
+        return is_cancelled(e);
+      }
+    });
+    ASSERT_TRUE(yield_until([&] { return a.waiters() == 1 && b.waiters() == 1; }));
+    src.request_stop();
+    EXPECT_TRUE(waiter.get());
+    EXPECT_EQ(a.waiters() + b.waiters(), 0u);
+    EXPECT_FALSE(got.has_value());
+    // A ready case wins over a stopped token.
+    weft::channel<int> buffered(1);
+    buffered.send(3);
+    EXPECT_EQ(weft::select(src.get_token(), weft::recv_case(buffered, got)), 0);
+    EXPECT_EQ(got, 3);
+  });
+}
+
 // ---- a stop racing completion: one wins, nothing is lost ---------------------
 
 TEST_P(CancelTest, StopRacingCompletionValueOrCancelNeverBoth) {

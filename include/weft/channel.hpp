@@ -449,7 +449,7 @@ namespace detail {
 // run time (deduplicated, in address order), which the analysis cannot name;
 // the cases' operations state which lock they need (WEFT_REQUIRES).
 template <class... Cases>
-int select_impl(steady_time deadline, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANALYSIS {
+int select_impl(steady_time deadline, const std::stop_token& stop, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANALYSIS {
   constexpr std::size_t n = sizeof...(Cases);
   static_assert(n > 0, "weft::select needs at least one case");
   spin_lock* locks[n] = {&cases.lock()...};
@@ -506,7 +506,11 @@ int select_impl(steady_time deadline, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANA
     std::size_t i = 0;
     ((cases.unlink(nodes[i]), ++i), ...);
   };
-  if (!park(rec, deadline, lock_all, unlock_all, unlink_all)) return -1;
+  const bool woken = stop.stop_possible() ? park(rec, deadline, lock_all, unlock_all, unlink_all, stop)
+                                           : park(rec, deadline, lock_all, unlock_all, unlink_all);
+  if (!woken) return -1;
+  // Stopped: park withdrew every node (unlink_all, under every lock).
+  if (rec.outcome == wait_outcome::cancelled) throw_operation_cancelled("weft: select cancelled");
   // Completed through case rec.fired (its node is unlinked). Take the other
   // nodes back: lock every channel but a destroyed one.
   if (rec.outcome == wait_outcome::destroyed) {
@@ -544,23 +548,32 @@ int select_impl(steady_time deadline, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANA
 // argument order). If several are ready, one is chosen at random.
 template <class... Cases>
 int select(Cases... cases) {
-  return detail::select_impl(detail::steady_time::max(), cases...);
+  return detail::select_impl(detail::steady_time::max(), {}, cases...);
+}
+// Cancellable select (docs/api.md "Cancellation"; the token comes first, as
+// the deadline of select_until does): as select, and if `stop` is requested
+// before a case completes, no case completes and it throws
+// std::system_error(std::errc::operation_canceled). A case ready at the call
+// completes even if stop was already requested.
+template <class... Cases>
+int select(const std::stop_token& stop, Cases... cases) {
+  return detail::select_impl(detail::steady_time::max(), stop, cases...);
 }
 // As select, waiting at most until the deadline: weft::no_case if none
 // completed by then.
 template <class Clock, class Duration, class... Cases>
 int select_until(const std::chrono::time_point<Clock, Duration>& deadline, Cases... cases) {
-  return detail::select_impl(detail::to_steady_deadline(deadline), cases...);
+  return detail::select_impl(detail::to_steady_deadline(deadline), {}, cases...);
 }
 template <class Rep, class Period, class... Cases>
 int select_for(const std::chrono::duration<Rep, Period>& d, Cases... cases) {
-  return detail::select_impl(detail::deadline_after(d), cases...);
+  return detail::select_impl(detail::deadline_after(d), {}, cases...);
 }
 // Completes a ready case if there is one, without waiting (Go's default
 // case): its index, or weft::no_case.
 template <class... Cases>
 int try_select(Cases... cases) {
-  return detail::select_impl(detail::steady_time::min(), cases...);
+  return detail::select_impl(detail::steady_time::min(), {}, cases...);
 }
 
 }  // namespace weft
