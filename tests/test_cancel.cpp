@@ -432,6 +432,10 @@ TEST_P(CancelTest, AsyncPassesATokenAndTheFutureRequestsStop) {
     EXPECT_FALSE(plain.get_stop_source().stop_possible());
     EXPECT_EQ(plain.get(), 1);
 
+    // With a run-time priority too.
+    auto prio = weft::async(weft::priority::normal(), [](std::stop_token t) { return t.stop_possible(); });
+    EXPECT_TRUE(prio.get());
+
     // A token-taking task stopped before it starts sees its token stopped.
     auto early = weft::async([](std::stop_token t) { return t.stop_requested(); });
     weft::shared_future<bool> shared = early.share();
