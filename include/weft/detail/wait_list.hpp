@@ -28,6 +28,11 @@ struct wait_record {
   paused_task task;                      // set (under the lock) when the waiter pauses
   int fired = -1;                        // the case that completed it
   wait_outcome outcome = wait_outcome::ok;
+  // Set under the structure's lock(s) by whoever claims `task` through a node
+  // (wait_list::claim_front) or, in park with a token, by the timed-out
+  // waiter's withdrawal: once set, the task may be gone from its pause (the
+  // handle dangles), so a stop callback must not claim() it any more.
+  bool claimed = false;
 };
 
 // The record's place in one structure's list. `slot` is the structure's
@@ -72,7 +77,10 @@ class wait_list {
   wait_node* claim_front() noexcept {
     while (wait_node* n = head_) {
       unlink(n);
-      if (n->rec->task.claim()) return n;
+      if (n->rec->task.claim()) {
+        n->rec->claimed = true;  // under the lock: see wait_record::claimed
+        return n;
+      }
     }
     return nullptr;
   }
@@ -184,7 +192,10 @@ template <class Lock, class Unlock, class WithdrawLocked>
       if (c->phase.compare_exchange_strong(expected, 2, std::memory_order_acq_rel)) return;
       (*c->lock)();
       if (c->published) {
-        if (c->rec->task.claim()) {
+        // Not if a waker (or the deadline) already took the record: the task
+        // may then have left its pause, and the handle would dangle.
+        if (!c->rec->claimed && c->rec->task.claim()) {
+          c->rec->claimed = true;
           (*c->withdraw_locked)();
           c->rec->fired = -1;
           c->rec->outcome = wait_outcome::cancelled;
@@ -211,6 +222,7 @@ template <class Lock, class Unlock, class WithdrawLocked>
   };
   auto withdraw = [&](paused_task) noexcept {
     lock();
+    rec.claimed = true;  // the deadline won: the stop callback must leave the handle alone
     withdraw_locked();
     unlock();
   };
