@@ -44,9 +44,11 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <tuple>
 #include <utility>
 
+#include "weft/detail/cancel.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/wait_list.hpp"
@@ -120,6 +122,16 @@ class channel {
     T copy(v);
     finish_send(send_impl(copy, detail::steady_time::max()));
   }
+  // Cancellable send (docs/api.md "Cancellation"): as send(v), and a stop
+  // requested while it waits throws std::system_error(operation_canceled)
+  // (v is then not sent, nor moved from).
+  void send(T&& v, const std::stop_token& stop) {
+    finish_send(send_impl(v, detail::steady_time::max(), stop));
+  }
+  void send(const T& v, const std::stop_token& stop) {
+    T copy(v);
+    finish_send(send_impl(copy, detail::steady_time::max(), stop));
+  }
   // success, closed or timeout; v is moved from only on success.
   template <class Clock, class Duration>
   channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& deadline) {
@@ -141,6 +153,13 @@ class channel {
   std::optional<T> recv() {
     std::optional<T> out;
     (void)recv_impl(out, detail::steady_time::max());
+    return out;
+  }
+  // Cancellable recv: as recv(), and a stop requested while it waits throws
+  // std::system_error(operation_canceled) (nothing is received).
+  std::optional<T> recv(const std::stop_token& stop) {
+    std::optional<T> out;
+    (void)recv_impl(out, detail::steady_time::max(), stop);
     return out;
   }
   // success (out holds the value), closed or timeout.
@@ -285,15 +304,21 @@ class channel {
   // released. park's own protocol (release once paused, re-take to withdraw
   // on a timeout) is not one the analysis can follow; its contract is here.
   template <class WithdrawLocked>
-  bool park_locked(detail::wait_record& rec, detail::steady_time deadline,
+  bool park_locked(detail::wait_record& rec, detail::steady_time deadline, const std::stop_token& stop,
                    WithdrawLocked&& withdraw_locked) WEFT_RELEASE(lock_) WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    if (stop.stop_possible())
+      return detail::park(
+          rec, deadline, [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); },
+          [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); },
+          std::forward<WithdrawLocked>(withdraw_locked), stop);
     return detail::park(
         rec, deadline, [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); },
         [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); },
         std::forward<WithdrawLocked>(withdraw_locked));
   }
 
-  [[gnu::noinline]] channel_status send_impl(T& v, detail::steady_time deadline) {
+  [[gnu::noinline]] channel_status send_impl(T& v, detail::steady_time deadline,
+                                             const std::stop_token& stop = {}) {
     lock_.lock();
     if (closed_) {
       lock_.unlock();
@@ -313,13 +338,16 @@ class channel {
     n.slot = &v;  // a receiver moves it out
     senders_.push_back(&n);
     // park calls it with lock_ held (its contract, which the analysis cannot see).
-    if (!park_locked(rec, deadline, [this, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { senders_.unlink(&n); }))
+    if (!park_locked(rec, deadline, stop, [this, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { senders_.unlink(&n); }))
       return channel_status::timeout;
     if (rec.outcome == detail::wait_outcome::destroyed) detail::throw_channel_destroyed();
+    if (rec.outcome == detail::wait_outcome::cancelled)
+      detail::throw_operation_cancelled("weft: channel::send cancelled");
     return rec.outcome == detail::wait_outcome::closed ? channel_status::closed : channel_status::success;
   }
 
-  [[gnu::noinline]] channel_status recv_impl(std::optional<T>& out, detail::steady_time deadline) {
+  [[gnu::noinline]] channel_status recv_impl(std::optional<T>& out, detail::steady_time deadline,
+                                             const std::stop_token& stop = {}) {
     out.reset();
     lock_.lock();
     channel_status s = try_recv_locked(out);
@@ -337,9 +365,11 @@ class channel {
     n.slot = &out;  // a sender emplaces the value
     receivers_.push_back(&n);
     // park calls it with lock_ held (its contract, which the analysis cannot see).
-    if (!park_locked(rec, deadline, [this, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { receivers_.unlink(&n); }))
+    if (!park_locked(rec, deadline, stop, [this, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { receivers_.unlink(&n); }))
       return channel_status::timeout;
     if (rec.outcome == detail::wait_outcome::destroyed) detail::throw_channel_destroyed();
+    if (rec.outcome == detail::wait_outcome::cancelled)
+      detail::throw_operation_cancelled("weft: channel::recv cancelled");
     return rec.outcome == detail::wait_outcome::closed ? channel_status::closed : channel_status::success;
   }
 
@@ -419,7 +449,7 @@ namespace detail {
 // run time (deduplicated, in address order), which the analysis cannot name;
 // the cases' operations state which lock they need (WEFT_REQUIRES).
 template <class... Cases>
-int select_impl(steady_time deadline, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANALYSIS {
+int select_impl(steady_time deadline, const std::stop_token& stop, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANALYSIS {
   constexpr std::size_t n = sizeof...(Cases);
   static_assert(n > 0, "weft::select needs at least one case");
   spin_lock* locks[n] = {&cases.lock()...};
@@ -476,7 +506,11 @@ int select_impl(steady_time deadline, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANA
     std::size_t i = 0;
     ((cases.unlink(nodes[i]), ++i), ...);
   };
-  if (!park(rec, deadline, lock_all, unlock_all, unlink_all)) return -1;
+  const bool woken = stop.stop_possible() ? park(rec, deadline, lock_all, unlock_all, unlink_all, stop)
+                                           : park(rec, deadline, lock_all, unlock_all, unlink_all);
+  if (!woken) return -1;
+  // Stopped: park withdrew every node (unlink_all, under every lock).
+  if (rec.outcome == wait_outcome::cancelled) throw_operation_cancelled("weft: select cancelled");
   // Completed through case rec.fired (its node is unlinked). Take the other
   // nodes back: lock every channel but a destroyed one.
   if (rec.outcome == wait_outcome::destroyed) {
@@ -514,23 +548,32 @@ int select_impl(steady_time deadline, Cases&... cases) WEFT_NO_THREAD_SAFETY_ANA
 // argument order). If several are ready, one is chosen at random.
 template <class... Cases>
 int select(Cases... cases) {
-  return detail::select_impl(detail::steady_time::max(), cases...);
+  return detail::select_impl(detail::steady_time::max(), {}, cases...);
+}
+// Cancellable select (docs/api.md "Cancellation"; the token comes first, as
+// the deadline of select_until does): as select, and if `stop` is requested
+// before a case completes, no case completes and it throws
+// std::system_error(std::errc::operation_canceled). A case ready at the call
+// completes even if stop was already requested.
+template <class... Cases>
+int select(const std::stop_token& stop, Cases... cases) {
+  return detail::select_impl(detail::steady_time::max(), stop, cases...);
 }
 // As select, waiting at most until the deadline: weft::no_case if none
 // completed by then.
 template <class Clock, class Duration, class... Cases>
 int select_until(const std::chrono::time_point<Clock, Duration>& deadline, Cases... cases) {
-  return detail::select_impl(detail::to_steady_deadline(deadline), cases...);
+  return detail::select_impl(detail::to_steady_deadline(deadline), {}, cases...);
 }
 template <class Rep, class Period, class... Cases>
 int select_for(const std::chrono::duration<Rep, Period>& d, Cases... cases) {
-  return detail::select_impl(detail::deadline_after(d), cases...);
+  return detail::select_impl(detail::deadline_after(d), {}, cases...);
 }
 // Completes a ready case if there is one, without waiting (Go's default
 // case): its index, or weft::no_case.
 template <class... Cases>
 int try_select(Cases... cases) {
-  return detail::select_impl(detail::steady_time::min(), cases...);
+  return detail::select_impl(detail::steady_time::min(), {}, cases...);
 }
 
 }  // namespace weft

@@ -20,10 +20,12 @@
 #include <future>
 #include <memory>
 #include <new>
+#include <stop_token>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/cancel.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/scheduler_hooks.hpp"
@@ -106,6 +108,16 @@ class future_state_base {
     if (done_.is_set()) return true;
     return detail::wait_until(done_, deadline);
   }
+  // Waits until ready (true) or until `stop` is requested first (false).
+  bool wait(const std::stop_token& stop) {
+    if (done_.is_set()) return true;
+    return wait_or_stop(done_, stop);
+  }
+
+  // The stop source of an async task whose callable takes a std::stop_token
+  // (null for every other state). Virtual, not a member: a state that has
+  // none pays nothing for it (the hot async path stays as it was).
+  virtual std::stop_source* task_stop_source() noexcept { return nullptr; }
 
   // ---- Composition (weft/when.hpp): the completion when_all, when_any and
   // then register their ready callbacks on (a detail::waiter whose wake runs
@@ -189,9 +201,13 @@ class future_state<void> : public future_state_base {
   bool has_value_ = false;
 };
 
+struct no_stop_source {};
+
 // An async task: the future's state, the deque item and the callable in one
-// allocation.
-template <class R, class Fn>
+// allocation. Stoppable: the callable takes a std::stop_token first (as
+// std::jthread's does); the task then owns the std::stop_source that the
+// future's request_stop() requests (no source, no cost, otherwise).
+template <class R, class Fn, bool Stoppable = false>
 class async_task final : public future_state<R>, public work_item {
  public:
   // Two references: the future's and the execution's.
@@ -202,13 +218,24 @@ class async_task final : public future_state<R>, public work_item {
   }
   static void* operator new(std::size_t n) { return allocate_small(n); }
   static void operator delete(void* p, std::size_t n) noexcept { deallocate_small(p, n); }
+  std::stop_source* task_stop_source() noexcept override {
+    if constexpr (Stoppable) return &source_;
+    else return nullptr;
+  }
 
  private:
   // Runs the callable and stores its result. No claim(): an async task's
   // state has exactly one producer.
   void compute() noexcept {
     try {
-      if constexpr (std::is_void_v<R>) {
+      if constexpr (Stoppable) {
+        if constexpr (std::is_void_v<R>) {
+          fn_(source_.get_token());
+          this->emplace();
+        } else {
+          this->emplace(fn_(source_.get_token()));
+        }
+      } else if constexpr (std::is_void_v<R>) {
         fn_();
         this->emplace();
       } else {
@@ -229,7 +256,36 @@ class async_task final : public future_state<R>, public work_item {
     static_cast<async_task*>(static_cast<future_state<R>*>(base))->compute();
   }
   Fn fn_;
+  [[no_unique_address]] std::conditional_t<Stoppable, std::stop_source, no_stop_source> source_;
 };
+
+// Whether weft::async / task_group::spawn pass a std::stop_token first (as
+// std::jthread does: preferred whenever the callable accepts one).
+template <class F, class... Args>
+inline constexpr bool takes_stop_token_v =
+    std::is_invocable_v<std::decay_t<F>, std::stop_token, std::decay_t<Args>...>;
+
+// The result type of weft::async(f, args...): f(token, args...) or f(args...).
+template <class F, class... Args>
+using async_result_t = typename std::conditional_t<
+    takes_stop_token_v<F, Args...>, std::invoke_result<std::decay_t<F>, std::stop_token, std::decay_t<Args>...>,
+    std::invoke_result<std::decay_t<F>, std::decay_t<Args>...>>::type;
+
+// For a callable taking a stop_token first: a callable of one stop_token.
+template <class F, class... Args>
+auto make_stop_invoker(F&& f, Args&&... args) {
+  if constexpr (sizeof...(Args) == 0) {
+    return std::decay_t<F>(std::forward<F>(f));
+  } else {
+    return [fn = std::decay_t<F>(std::forward<F>(f)),
+            tup = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)](std::stop_token t) mutable
+               -> decltype(auto) {
+      return std::apply([&](auto&&... a) -> decltype(auto) {
+        return std::invoke(std::move(fn), std::move(t), std::forward<decltype(a)>(a)...);
+      }, std::move(tup));
+    };
+  }
+}
 
 template <class F, class... Args>
 auto make_invoker(F&& f, Args&&... args) {
@@ -251,10 +307,16 @@ scheduler* scheduler_of(worker_view* w) noexcept;
 // default level from outside the runtime).
 template <class F, class... Args>
 auto launch_async_at(scheduler* s, int level, F&& f, Args&&... args)
-    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-  using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
-  auto inv = make_invoker(std::forward<F>(f), std::forward<Args>(args)...);
-  using task_t = async_task<R, decltype(inv)>;
+    -> future<async_result_t<F, Args...>> {
+  using R = async_result_t<F, Args...>;
+  constexpr bool stoppable = takes_stop_token_v<F, Args...>;
+  auto inv = [&] {
+    if constexpr (stoppable)
+      return make_stop_invoker(std::forward<F>(f), std::forward<Args>(args)...);
+    else
+      return make_invoker(std::forward<F>(f), std::forward<Args>(args)...);
+  }();
+  using task_t = async_task<R, decltype(inv), stoppable>;
   worker_view* w = current_worker();
   if (!s) {
     if (!w) w = require_worker("weft::async");
@@ -277,7 +339,7 @@ auto launch_async_at(scheduler* s, int level, F&& f, Args&&... args)
 
 template <class F, class... Args>
 auto launch_async(scheduler* s, F&& f, Args&&... args)
-    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    -> future<async_result_t<F, Args...>> {
   return launch_async_at(s, -1, std::forward<F>(f), std::forward<Args>(args)...);
 }
 
@@ -309,6 +371,19 @@ struct future_waits {
                                        const std::chrono::time_point<Clock, Duration>& t) {
     future_state_base& st = checked(s);
     return status(st.wait_until(to_steady_deadline(t)));
+  }
+  // Cancellable wait: throws operation_canceled if `stop` is requested
+  // before the state is ready.
+  static void wait(future_state_base* s, const std::stop_token& stop, const char* what) {
+    if (!checked(s).wait(stop)) throw_operation_cancelled(what);
+  }
+  static bool request_stop(future_state_base* s) noexcept {
+    std::stop_source* src = s ? s->task_stop_source() : nullptr;
+    return src && src->request_stop();
+  }
+  static std::stop_source stop_source(future_state_base* s) noexcept {
+    std::stop_source* src = s ? s->task_stop_source() : nullptr;
+    return src ? *src : std::stop_source(std::nostopstate);
   }
   // Not a wait: no priority check.
   static bool is_ready(const future_state_base* s) {
@@ -372,12 +447,40 @@ class future {
 
   // Waits, then returns the value (moved out) or rethrows the exception. The
   // future is invalid afterwards; a second get() throws future_error(no_state).
-  T get() {
+  T get() { return get_impl(nullptr); }
+
+  // Cancellation (docs/api.md "Cancellation"). get(stop) and wait(stop) are
+  // get() and wait() that end early when `stop` is requested before the
+  // value is ready: they throw std::system_error(std::errc::operation_canceled)
+  // and the future stays valid (nothing is consumed; get() may be called
+  // again). A ready value wins over a stop requested at the same time. The
+  // token stops this wait, not the task: to stop the task, give it a token
+  // (a callable taking std::stop_token first) and call request_stop().
+  T get(const std::stop_token& stop) { return get_impl(&stop); }
+  void wait(const std::stop_token& stop) const {
+    detail::future_waits::wait(state_, stop, "weft: future::wait cancelled");
+  }
+  // For a future of weft::async(f, ...) whose f takes a std::stop_token first:
+  // requests stop on the task's stop_source (the token f was given); true if
+  // this call made the request. false for any other future (no source), or if
+  // stop was already requested. Does not wait. Never throws (an invalid future
+  // gives false). get_stop_source(): that source (std::nostopstate if none),
+  // e.g. to hand the task's token to other waits.
+  bool request_stop() const noexcept { return detail::future_waits::request_stop(state_); }
+  std::stop_source get_stop_source() const noexcept { return detail::future_waits::stop_source(state_); }
+
+ private:
+  T get_impl(const std::stop_token* stop) {
     detail::future_waits::checked(state_);
+    // A stopped token ends the wait at once unless the value is there (an
+    // unstarted own child is not run then).
+    if (stop && stop->stop_requested() && !state_->ready())
+      detail::throw_operation_cancelled("weft: future::get cancelled");
     bool owned = state_->run_inline_if_own_child();
     if (!owned) {
       if (detail::worker_view* w = detail::current_worker()) detail::strand_boundary(w);
-      state_->wait();
+      if (!stop) state_->wait();
+      else if (!state_->wait(*stop)) detail::throw_operation_cancelled("weft: future::get cancelled");
     }
     struct releaser {
       detail::future_state<T>*& s;
@@ -394,6 +497,7 @@ class future {
     if constexpr (!std::is_void_v<T>) return std::move(state_->value());
   }
 
+ public:
   shared_future<T> share() noexcept;
 
   // ---- Composition (weft/when.hpp documents it) ----------------------------
@@ -412,7 +516,7 @@ class future {
   friend class promise<T>;
   template <class F, class... A>
   friend auto detail::launch_async_at(detail::scheduler*, int, F&&, A&&...)
-      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
+      -> future<detail::async_result_t<F, A...>>;
   friend class shared_future<T>;
   friend struct detail::future_access;
   explicit future(detail::future_state<T>* s) noexcept : state_(s) {}
@@ -457,6 +561,19 @@ class shared_future {
     detail::future_waits::wait(state_);
     return detail::get_value(state_);
   }
+  // Cancellable forms, as future's (docs/api.md "Cancellation"): throw
+  // std::system_error(std::errc::operation_canceled) if `stop` is requested
+  // before the value is ready.
+  typename detail::shared_get_result<T>::type get(const std::stop_token& stop) const {
+    detail::future_waits::wait(state_, stop, "weft: shared_future::get cancelled");
+    return detail::get_value(state_);
+  }
+  void wait(const std::stop_token& stop) const {
+    detail::future_waits::wait(state_, stop, "weft: shared_future::wait cancelled");
+  }
+  // As future::request_stop / get_stop_source.
+  bool request_stop() const noexcept { return detail::future_waits::request_stop(state_); }
+  std::stop_source get_stop_source() const noexcept { return detail::future_waits::stop_source(state_); }
 
   // ---- Composition (weft/when.hpp documents it) ----------------------------
   // Attaches a continuation: fn(a copy of *this) runs as a task once the
@@ -541,9 +658,12 @@ class promise {
 // Starts fn(args...) as a child task of the calling task. Must be called from
 // inside a runtime (throws std::logic_error otherwise; use runtime::async from
 // other threads). Arguments are decay-copied, as with std::async.
+// If fn accepts a std::stop_token first (as std::jthread's callables do), it
+// is called as fn(token, args...): the task gets its own std::stop_source,
+// requested through the future's request_stop() (docs/api.md "Cancellation").
 template <class F, class... Args>
 [[nodiscard]] auto async(F&& fn, Args&&... args)
-    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    -> future<detail::async_result_t<F, Args...>> {
   return detail::launch_async(nullptr, std::forward<F>(fn), std::forward<Args>(args)...);
 }
 

@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <future>
 #include <span>
+#include <stop_token>
 #include <system_error>
 #include <utility>
 
@@ -137,6 +138,39 @@ class io_future {
     check();
     detail::io_wait(op_);
     return take(ec);
+  }
+
+  // Cancellation by token (docs/api.md "Cancellation"): a stop requested
+  // while the operation is pending cancels the operation itself (as
+  // cancel()), so it completes with std::errc::operation_canceled — unless
+  // it completed first, in which case its result is returned. get(stop)
+  // throws std::system_error(ec, "weft::io"); get(stop, ec) sets ec; wait(stop)
+  // returns once the operation has completed (or been cancelled). A blocking
+  // backend's operation being performed by its waiter (deferred) is not
+  // interrupted: the stop takes effect if it comes before it starts.
+  T get(const std::stop_token& stop) {
+    std::error_code ec;
+    if constexpr (std::is_void_v<T>) {
+      get(stop, ec);
+      if (ec) throw std::system_error(ec, "weft::io");
+    } else {
+      T v = get(stop, ec);
+      if (ec) throw std::system_error(ec, "weft::io");
+      return v;
+    }
+  }
+  T get(const std::stop_token& stop, std::error_code& ec) {
+    wait(stop);
+    return take(ec);
+  }
+  void wait(const std::stop_token& stop) const {
+    check();
+    if (!stop.stop_possible()) return detail::io_wait(op_);
+    detail::io_operation* op = op_;
+    // Runs inline if stop was already requested. Destroyed before the future
+    // can let go of op (it waits for a callback running elsewhere).
+    std::stop_callback cb(stop, [op]() noexcept { detail::io_cancel_noexcept(op); });
+    detail::io_wait(op);
   }
 
   // Waits at most until the deadline; if the operation is still pending then,

@@ -17,8 +17,10 @@
 #include <new>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <utility>
 
+#include "weft/detail/cancel.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/wait_list.hpp"
@@ -92,7 +94,14 @@ class ivar {
   // while empty.
   const T& get() const {
     // acquire: pairs with put's release store.
-    if (!full_.load(std::memory_order_acquire)) wait(detail::steady_time::max());
+    if (!full_.load(std::memory_order_acquire)) wait(detail::steady_time::max(), {});
+    return value();
+  }
+  // As get(), ending early if `stop` is requested while the ivar is empty:
+  // throws std::system_error(std::errc::operation_canceled) then (the ivar is
+  // left as it was). A full ivar returns its value even if stop was requested.
+  const T& get(const std::stop_token& stop) const {
+    if (!full_.load(std::memory_order_acquire)) wait(detail::steady_time::max(), stop);
     return value();
   }
 
@@ -100,7 +109,7 @@ class ivar {
   // deadline): the value, or std::nullopt if the ivar is still empty then.
   template <class Clock, class Duration>
   std::optional<T> get_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
-    if (!full_.load(std::memory_order_acquire) && !wait(detail::to_steady_deadline(deadline)))
+    if (!full_.load(std::memory_order_acquire) && !wait(detail::to_steady_deadline(deadline), {}))
       return std::nullopt;
     return value();
   }
@@ -124,7 +133,8 @@ class ivar {
   // Pauses until full (true) or the deadline (false). Out of line: its
   // frame (a wait record and node) must not enlarge every caller's frame —
   // a deep recursion that calls get() would otherwise need a bigger stack.
-  [[gnu::noinline]] bool wait(detail::steady_time deadline) const {
+  // A stopped `stop` throws operation_canceled.
+  [[gnu::noinline]] bool wait(detail::steady_time deadline, const std::stop_token& stop) const {
     lock_.lock();
     // relaxed: under the lock, which put takes after its store.
     if (full_.load(std::memory_order_relaxed)) {
@@ -137,11 +147,12 @@ class ivar {
     waiters_.push_back(&node);
     // park calls the withdrawal with lock_ held (its contract, which the
     // analysis cannot see).
-    const bool woken = park_locked(rec, deadline, [this, &node]() WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    const bool woken = park_locked(rec, deadline, stop, [this, &node]() WEFT_NO_THREAD_SAFETY_ANALYSIS {
       waiters_.unlink(&node);
     });
     if (!woken) return false;
     if (rec.outcome == detail::wait_outcome::destroyed) detail::throw_ivar_destroyed();
+    if (rec.outcome == detail::wait_outcome::cancelled) detail::throw_operation_cancelled("weft: ivar::get cancelled");
     return true;
   }
 
@@ -149,8 +160,13 @@ class ivar {
   // released. park's own protocol (release once paused, re-take to withdraw
   // on a timeout) is not one the analysis can follow; its contract is here.
   template <class WithdrawLocked>
-  bool park_locked(detail::wait_record& rec, detail::steady_time deadline,
+  bool park_locked(detail::wait_record& rec, detail::steady_time deadline, const std::stop_token& stop,
                    WithdrawLocked&& withdraw_locked) const WEFT_RELEASE(lock_) WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    if (stop.stop_possible())
+      return detail::park(
+          rec, deadline, [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); },
+          [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); },
+          std::forward<WithdrawLocked>(withdraw_locked), stop);
     return detail::park(
         rec, deadline, [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); },
         [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); },

@@ -20,9 +20,11 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/cancel.hpp"
 #include "weft/detail/completion.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/wait_list.hpp"
@@ -54,6 +56,14 @@ class mvar {
     put_impl(copy, detail::steady_time::max());
   }
   void put(T&& v) { put_impl(v, detail::steady_time::max()); }
+  // Cancellable forms (docs/api.md "Cancellation"): a stop requested while
+  // the wait lasts throws std::system_error(std::errc::operation_canceled);
+  // the value is then not put (take/read: nothing is taken).
+  void put(const T& v, const std::stop_token& stop) {
+    T copy(v);
+    put_impl(copy, detail::steady_time::max(), stop);
+  }
+  void put(T&& v, const std::stop_token& stop) { put_impl(v, detail::steady_time::max(), stop); }
   // false (and the value not taken) if still full at the deadline.
   template <class Clock, class Duration>
   bool put_until(T v, const std::chrono::time_point<Clock, Duration>& deadline) {
@@ -72,6 +82,7 @@ class mvar {
 
   // --- take: waits while empty, empties ------------------------------------
   T take() { return *take_impl(detail::steady_time::max()); }
+  T take(const std::stop_token& stop) { return *get_impl<true>(detail::steady_time::max(), stop); }
   template <class Clock, class Duration>
   std::optional<T> take_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return take_impl(detail::to_steady_deadline(deadline));
@@ -84,6 +95,7 @@ class mvar {
 
   // --- read: waits while empty, leaves the value ------------------------------
   T read() { return *read_impl(detail::steady_time::max()); }
+  T read(const std::stop_token& stop) { return *get_impl<false>(detail::steady_time::max(), stop); }
   template <class Clock, class Duration>
   std::optional<T> read_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return read_impl(detail::to_steady_deadline(deadline));
@@ -122,13 +134,16 @@ class mvar {
   // park's protocol (release once paused, re-take to withdraw on a timeout)
   // is not one the analysis can follow; its contract is in the annotation.
   [[gnu::noinline]] bool park_in(detail::wait_list& list, node& n, detail::wait_record& rec,
-                                 detail::steady_time deadline) WEFT_RELEASE(lock_) WEFT_NO_THREAD_SAFETY_ANALYSIS {
+                                 detail::steady_time deadline,
+                                 const std::stop_token& stop) WEFT_RELEASE(lock_) WEFT_NO_THREAD_SAFETY_ANALYSIS {
     list.push_back(&n);
-    const bool done = detail::park(
-        rec, deadline, [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); },
-        [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); },
-        [&list, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { list.unlink(&n); });  // park: lock_ held
+    auto lock = [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); };
+    auto unlock = [this]() WEFT_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); };
+    auto withdraw = [&list, &n]() WEFT_NO_THREAD_SAFETY_ANALYSIS { list.unlink(&n); };  // park: lock_ held
+    const bool done = stop.stop_possible() ? detail::park(rec, deadline, lock, unlock, withdraw, stop)
+                                           : detail::park(rec, deadline, lock, unlock, withdraw);
     if (done && rec.outcome == detail::wait_outcome::destroyed) destroyed();
+    if (done && rec.outcome == detail::wait_outcome::cancelled) detail::throw_operation_cancelled("weft: mvar wait cancelled");
     return done;
   }
 
@@ -150,7 +165,7 @@ class mvar {
     }
   }
 
-  bool put_impl(T& v, detail::steady_time deadline) {
+  bool put_impl(T& v, detail::steady_time deadline, const std::stop_token& stop = {}) {
     lock_.lock();
     if (!value_) {
       deliver_locked(v);
@@ -165,7 +180,7 @@ class mvar {
     node n;
     n.rec = &rec;
     n.slot = &v;  // a taker moves it into the box
-    return park_in(putters_, n, rec, deadline);
+    return park_in(putters_, n, rec, deadline, stop);
   }
 
   // Lock held: the box was just emptied; refill it from the first waiting putter.
@@ -186,7 +201,7 @@ class mvar {
   std::optional<T> read_impl(detail::steady_time deadline) { return get_impl<false>(deadline); }
 
   template <bool Take>
-  std::optional<T> get_impl(detail::steady_time deadline) {
+  std::optional<T> get_impl(detail::steady_time deadline, const std::stop_token& stop = {}) {
     lock_.lock();
     if (value_) {
       std::optional<T> r;
@@ -209,7 +224,7 @@ class mvar {
     node n;
     n.rec = &rec;
     n.slot = &slot;
-    if (!park_in(Take ? takers_ : readers_, n, rec, deadline)) return std::nullopt;
+    if (!park_in(Take ? takers_ : readers_, n, rec, deadline, stop)) return std::nullopt;
     return slot;
   }
 

@@ -201,7 +201,7 @@ template <unsigned P, class F, class... Args>
 // with WEFT_PRIORITY_CHECKS.
 template <class F, class... Args>
 [[nodiscard]] auto async(priority p, F&& fn, Args&&... args)
-    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    -> future<detail::async_result_t<F, Args...>> {
   return detail::launch_async_at(nullptr, static_cast<int>(p.level()), std::forward<F>(fn),
                                  std::forward<Args>(args)...);
 }

@@ -126,7 +126,7 @@ class runtime {
   // from any thread.
   template <class F, class... Args>
   auto async(F&& f, Args&&... args)
-      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>>;
+      -> future<detail::async_result_t<F, Args...>>;
 
   unsigned worker_count() const noexcept;
   std::size_t stack_size() const noexcept;
@@ -161,7 +161,7 @@ std::invoke_result_t<std::decay_t<F>> runtime::run(F&& f) {
 
 template <class F, class... Args>
 auto runtime::async(F&& f, Args&&... args)
-    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    -> future<detail::async_result_t<F, Args...>> {
   return detail::launch_async(sched_.get(), std::forward<F>(f),
                               std::forward<Args>(args)...);
 }

@@ -13,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -24,7 +25,21 @@
 
 namespace weft {
 
+// What task_group::wait() reports (oneTBB's task_group_status, without
+// not_complete): canceled if request_stop() was called on the group.
+enum class task_group_status { complete, canceled };
+
 // Must be used inside a task; throws std::logic_error on other threads.
+//
+// Cancellation (docs/api.md "Cancellation"; oneTBB task_group::cancel, Go's
+// context): request_stop() stops the group. Children that have not started
+// yet then never run their callable (they complete at once, as skipped);
+// running children that take a std::stop_token first (spawn([](std::stop_token
+// st) { ... })) see it stopped and can end their waits with it. The stop is
+// permanent for the group, as a std::stop_source's: children spawned later
+// are skipped too. sync() still waits for every child, returns normally (a
+// skipped child is not an error; an exception of a child that ran is still
+// rethrown); wait() is sync() that reports complete or canceled.
 class task_group {
  public:
   task_group() : worker_(detail::require_worker("weft::task_group")) {}
@@ -57,6 +72,35 @@ class task_group {
     spawn_at(static_cast<int>(p.level()), std::forward<F>(f));
   }
 
+  // Cancellation (see the class comment). request_stop() may be called from
+  // any task or thread while the group is alive (a child of the group
+  // included); it returns true if this call stopped the group, false if it
+  // was already stopped. Never throws, never waits.
+  bool request_stop() noexcept {
+    // seq_cst (with has_source_ below): either this load sees the source the
+    // owner published, or the owner's load of stop_flag_ after publishing it
+    // sees this store and requests it itself (Dekker; both may, harmlessly).
+    if (stop_flag_.exchange(true, std::memory_order_seq_cst)) return false;
+    if (has_source_.load(std::memory_order_seq_cst)) source_.request_stop();
+    return true;
+  }
+  bool stop_requested() const noexcept {
+    // acquire: pairs with request_stop's store (nothing else is published).
+    return stop_flag_.load(std::memory_order_acquire);
+  }
+  // The group's token (the one its token-taking children get), e.g. to pass
+  // to waits made by the owner. Owner task only; may throw std::bad_alloc
+  // the first time (the group's stop_source is made on first use).
+  std::stop_token get_stop_token() {
+    ensure_source();
+    return source_.get_token();
+  }
+  // sync(), then complete, or canceled if request_stop() was called.
+  task_group_status wait() {
+    sync();
+    return stop_requested() ? task_group_status::canceled : task_group_status::complete;
+  }
+
   // Waits for every child spawned so far; rethrows the first child exception.
   // The group may be reused afterwards.
   void sync() {
@@ -74,11 +118,13 @@ class task_group {
  private:
   template <class F>
   void spawn_at(int level, F&& f) {
-    using child_t = child<std::decay_t<F>>;
+    constexpr bool stoppable = std::is_invocable_v<std::decay_t<F>&, std::stop_token>;
+    using child_t = child<std::decay_t<F>, stoppable>;
     // The task may have moved to another worker since the last spawn.
     detail::worker_view* w = detail::current_worker();
     // Everything that may throw comes before the count: a failed spawn
     // leaves the group as it was.
+    if constexpr (stoppable) ensure_source();  // before the push that publishes the child
     detail::prepare_level(w->sched, level);
     auto* c = new child_t(this, std::forward<F>(f));
     // relaxed: children decrement with acq_rel; the parent's own increment
@@ -89,7 +135,7 @@ class task_group {
     detail::strand_boundary(w);
   }
 
-  template <class F>
+  template <class F, bool Stoppable>
   struct child final : detail::work_item {
     child(task_group* g, F&& f) : work_item(&run, g), group(g), fn(std::move(f)) {}
     child(task_group* g, const F& f) : work_item(&run, g), group(g), fn(f) {}
@@ -99,7 +145,13 @@ class task_group {
       auto* self = static_cast<child*>(item);
       task_group* g = self->group;
       try {
-        self->fn();
+        // relaxed: a hint only — a stop that comes later reaches a
+        // token-taking child through its token; the group's source was
+        // published to us by the push that published this child.
+        if (!g->stop_flag_.load(std::memory_order_relaxed)) {
+          if constexpr (Stoppable) self->fn(g->source_.get_token());
+          else self->fn();
+        }
       } catch (...) {
         g->record_error(std::current_exception());
       }
@@ -160,6 +212,18 @@ class task_group {
     return std::exchange(error_, nullptr);
   }
 
+  // The owner makes the group's stop_source on first need (a token-taking
+  // spawn, get_stop_token), never again: groups that are never stopped
+  // through a token allocate nothing.
+  void ensure_source() {
+    // relaxed: only the owner writes has_source_.
+    if (has_source_.load(std::memory_order_relaxed)) return;
+    source_ = std::stop_source();
+    // seq_cst: see request_stop (Dekker with stop_flag_).
+    has_source_.store(true, std::memory_order_seq_cst);
+    if (stop_flag_.load(std::memory_order_seq_cst)) source_.request_stop();
+  }
+
   detail::worker_view* worker_;  // the creator's worker (validates the context)
   int least_urgent_child_ = -1;  // largest explicit child level so far (-1: none)
   // Children not yet finished, plus one for the parent until it syncs.
@@ -168,6 +232,12 @@ class task_group {
   std::atomic<bool> error_claimed_{false};
   std::exception_ptr error_;
   detail::completion all_done_;
+  // Cancellation. stop_flag_: request_stop() was called (permanent).
+  // source_: written once by the owner before has_source_ is set, read-only
+  // afterwards (children get tokens from it; request_stop() requests it).
+  std::atomic<bool> stop_flag_{false};
+  std::atomic<bool> has_source_{false};
+  std::stop_source source_{std::nostopstate};
 };
 
 namespace detail {

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <exception>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 
@@ -18,13 +20,19 @@
 namespace weft::detail {
 
 // How a wait ended (written by the claimer before it wakes the waiter).
-enum class wait_outcome : int { ok, closed, destroyed };
+// cancelled: the waiter's std::stop_token was stopped (park with a token).
+enum class wait_outcome : int { ok, closed, destroyed, cancelled };
 
 // One blocking call. Lives on the waiter's stack. A select's cases share it.
 struct wait_record {
   paused_task task;                      // set (under the lock) when the waiter pauses
   int fired = -1;                        // the case that completed it
   wait_outcome outcome = wait_outcome::ok;
+  // Set under the structure's lock(s) by whoever claims `task` through a node
+  // (wait_list::claim_front) or, in park with a token, by the timed-out
+  // waiter's withdrawal: once set, the task may be gone from its pause (the
+  // handle dangles), so a stop callback must not claim() it any more.
+  bool claimed = false;
 };
 
 // The record's place in one structure's list. `slot` is the structure's
@@ -69,7 +77,10 @@ class wait_list {
   wait_node* claim_front() noexcept {
     while (wait_node* n = head_) {
       unlink(n);
-      if (n->rec->task.claim()) return n;
+      if (n->rec->task.claim()) {
+        n->rec->claimed = true;  // under the lock: see wait_record::claimed
+        return n;
+      }
     }
     return nullptr;
   }
@@ -121,6 +132,106 @@ template <class Lock, class Unlock, class WithdrawLocked>
                            ? (this_task::pause(publish), true)
                            : this_task::pause_until(deadline, publish, withdraw);
     if (!ctx.published) {  // the deadline had passed: nothing was published
+      withdraw_locked();
+      unlock();
+      return false;
+    }
+    return woken;
+  } catch (...) {
+    // Starting to wait failed (no stack, no timer thread) before publish.
+    if (!ctx.published) {
+      withdraw_locked();
+      unlock();
+    }
+    throw;
+  }
+}
+
+// park with a std::stop_token (docs/api.md "Cancellation"): as above, and a
+// stop requested before a waker claims `rec` ends the wait too — park then
+// returns true with rec.outcome == wait_outcome::cancelled (rec.fired -1),
+// the node(s) withdrawn. A token that can never be stopped costs one check.
+// The stop callback is one more waker: it takes the lock(s), and if the
+// waiter is published and rec.task.claim() succeeds it withdraws the node(s)
+// and wakes the task; if the waiter is not published yet it leaves a flag
+// that publish (under the same lock) checks, and the task does not pause.
+// The callback is destroyed before park returns (so before the record and
+// node(s) go away), without holding the lock(s).
+template <class Lock, class Unlock, class WithdrawLocked>
+[[gnu::noinline]] bool park(wait_record& rec, steady_time deadline, Lock&& lock, Unlock&& unlock,
+                            WithdrawLocked&& withdraw_locked, const std::stop_token& stop) {
+  if (!stop.stop_possible()) return park(rec, deadline, lock, unlock, withdraw_locked);
+  auto cancelled_now = [&] {
+    withdraw_locked();
+    unlock();
+    rec.fired = -1;
+    rec.outcome = wait_outcome::cancelled;
+    return true;
+  };
+  if (stop.stop_requested()) return cancelled_now();
+
+  struct ctx_t {
+    wait_record* rec;
+    std::remove_reference_t<Lock>* lock;
+    std::remove_reference_t<Unlock>* unlock;
+    std::remove_reference_t<WithdrawLocked>* withdraw_locked;
+    bool published = false;     // guarded by the structure's lock(s)
+    bool stop_pending = false;  // guarded by the structure's lock(s): stopped before publish
+    // Who saw the stop while the callback was being registered (the caller
+    // holds the lock(s) then, so the callback must not take them): 0 while
+    // registering, 1 once armed, 2 if a stop came first.
+    std::atomic<int> phase{0};
+  } ctx{&rec, &lock, &unlock, &withdraw_locked};
+
+  struct on_stop {
+    ctx_t* c;
+    void operator()() const noexcept {
+      int expected = 0;
+      // acq_rel: exactly one of this CAS and the registering caller's
+      // 0 -> 1 CAS succeeds; the loser sees the winner's side.
+      if (c->phase.compare_exchange_strong(expected, 2, std::memory_order_acq_rel)) return;
+      (*c->lock)();
+      if (c->published) {
+        // Not if a waker (or the deadline) already took the record: the task
+        // may then have left its pause, and the handle would dangle.
+        if (!c->rec->claimed && c->rec->task.claim()) {
+          c->rec->claimed = true;
+          (*c->withdraw_locked)();
+          c->rec->fired = -1;
+          c->rec->outcome = wait_outcome::cancelled;
+          c->rec->task.wake();  // the task cannot leave park before this callback returns
+        }
+      } else {
+        c->stop_pending = true;
+      }
+      (*c->unlock)();
+    }
+  };
+
+  std::stop_callback<on_stop> cb(stop, on_stop{&ctx});
+  int expected = 0;
+  // acq_rel: see on_stop.
+  if (!ctx.phase.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return cancelled_now();
+
+  auto publish = [&ctx](paused_task h) noexcept {
+    if (ctx.stop_pending) return false;  // under the lock: a stop came first
+    ctx.rec->task = h;  // under the lock: wakers see the node only with its task
+    ctx.published = true;
+    (*ctx.unlock)();
+    return true;
+  };
+  auto withdraw = [&](paused_task) noexcept {
+    lock();
+    rec.claimed = true;  // the deadline won: the stop callback must leave the handle alone
+    withdraw_locked();
+    unlock();
+  };
+  try {
+    const bool woken = deadline == steady_time::max()
+                           ? (this_task::pause(publish), true)
+                           : this_task::pause_until(deadline, publish, withdraw);
+    if (!ctx.published) {  // a stop came first, or the deadline had passed
+      if (ctx.stop_pending) return cancelled_now();
       withdraw_locked();
       unlock();
       return false;
