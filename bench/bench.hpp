@@ -111,6 +111,7 @@ void run_io(const config& cfg, report& rep);  // io.cpp: latency-hiding I/O
 
 void run_sync(const config& cfg, report& rep);  // sync.cpp: ivars, mvars, channels vs Go, Boost.Fiber
 void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go, Tokio
+void run_migrate(const config& cfg, report& rep);  // migrate.cpp: std::async vs weft-migrate'd
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);

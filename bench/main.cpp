@@ -52,6 +52,8 @@ const std::vector<section>& sections() {
       {"sync", "programs written around blocking: ivars, mvars, channels vs Go, Boost.Fiber",
        run_sync, {}},
       {"server", "TCP echo servers vs Go and Tokio", run_server, {}},
+      {"migrate", "Smith-Waterman, a future per tile: std::async vs weft-migrate'd vs serial",
+       run_migrate, {}},
   };
   return table;
 }
