@@ -89,7 +89,7 @@ void run_migrate(const config& cfg, report& rep) {
   // Tiles per side: 8^2 = 64 ... 23^2 = 529 (Table 4.1's 552), 47^2 = 2209
   // (Table 4.2's 2208), then beyond.
   std::vector<int> sides = cfg.quick ? std::vector<int>{8, 23, 47, 96}
-                                     : std::vector<int>{8, 23, 47, 96, 192};
+                                     : std::vector<int>{8, 23, 47, 96, 192, 384};
   const int reps = cfg.quick ? std::min(cfg.reps, 3) : cfg.reps;
   const auto limit = std::chrono::seconds(cfg.quick ? 20 : 60);
   rlimit nproc{};
