@@ -328,3 +328,42 @@ TEST(DefaultRuntime, StdShapedProgramSameResult) {
 }
 
 }  // namespace
+
+namespace {
+
+// future<R&>, shared_future<R&>, promise<R&>, packaged_task<R&()> and
+// promise::swap, as std has them.
+TEST(StdSurface, ReferenceResultsAndPromiseSwap) {
+  weft::runtime rt(make_options(2));
+  rt.run([] {
+    int x = 1;
+    weft::future<int&> f = weft::async([&x]() -> int& { return x; });
+    int& r = f.get();
+    EXPECT_EQ(&r, &x);
+
+    weft::promise<int&> p;
+    weft::shared_future<int&> sf = p.get_future().share();
+    p.set_value(x);
+    sf.get() = 5;
+    EXPECT_EQ(x, 5);
+
+    weft::packaged_task<int&()> t([&x]() -> int& { return x; });
+    auto tf = t.get_future();
+    t();
+    EXPECT_EQ(&tf.get(), &x);
+
+    auto d = weft::async(std::launch::deferred, [&x]() -> int& { return x; });
+    EXPECT_EQ(&d.get(), &x);
+
+    weft::promise<int> a, b;
+    auto fa = a.get_future();
+    swap(a, b);  // b now feeds fa; a holds b's state, not yet retrieved
+    b.set_value(3);
+    EXPECT_EQ(fa.get(), 3);
+    auto fb = a.get_future();
+    a.set_value(4);
+    EXPECT_EQ(fb.get(), 4);
+  });
+}
+
+}  // namespace

@@ -202,6 +202,21 @@ class future_state<void> : public future_state_base {
   bool has_value_ = false;
 };
 
+// future<T&> / promise<T&> (as std::future<R&>): the state keeps a pointer
+// to the referred object; the producer guarantees it outlives the reads.
+template <class T>
+class future_state<T&> : public future_state_base {
+ public:
+  using future_state_base::future_state_base;
+  future_state() = default;
+  void emplace(T& r) noexcept { ptr_ = std::addressof(r); }
+  T& value() noexcept { return *ptr_; }
+  bool has_value() const noexcept { return ptr_ != nullptr; }
+
+ private:
+  T* ptr_ = nullptr;
+};
+
 // An async task: the future's state, the deque item and the callable in one
 // allocation.
 template <class R, class Fn>
@@ -302,6 +317,7 @@ auto launch_async(scheduler* s, F&& f, Args&&... args)
 // would form `const void&` for T = void, which is ill-formed.)
 template <class T> struct shared_get_result { using type = const T&; };
 template <> struct shared_get_result<void> { using type = void; };
+template <class T> struct shared_get_result<T&> { using type = T&; };  // as std::shared_future<R&>
 
 // The waits future<T> and shared_future<T> share, so that no wait of either
 // can skip a step: the no_state check, then the run-time priority check
@@ -402,7 +418,8 @@ class future {
       state_->mark_observed();
       std::rethrow_exception(state_->error());
     }
-    if constexpr (!std::is_void_v<T>) return std::move(state_->value());
+    if constexpr (std::is_lvalue_reference_v<T>) return state_->value();  // future<R&>
+    else if constexpr (!std::is_void_v<T>) return std::move(state_->value());
   }
 
   shared_future<T> share() noexcept;
@@ -477,6 +494,11 @@ class promise {
   promise(const promise&) = delete;
   promise& operator=(const promise&) = delete;
   ~promise() { abandon(); }
+
+  // --- std::promise's swap ------------------------------------------------
+  void swap(promise& o) noexcept { std::swap(state_, o.state_); }
+  friend void swap(promise& a, promise& b) noexcept { a.swap(b); }
+  // --- end swap -------------------------------------------------------------
 
   future<T> get_future() {
     check();
