@@ -262,6 +262,21 @@ TEST(DefaultRuntime, SizedByWeftWorkers) {
   EXPECT_EQ(&weft::default_runtime(), &weft::default_runtime());
 }
 
+// A bad WEFT_WORKERS fails the first use, and nothing is left behind: the
+// next use (with a good value) creates the runtime.
+TEST(DefaultRuntime, BadWeftWorkersThrowsConfigurationError) {
+  default_runtime_guard guard;
+  weft::shutdown_default_runtime();
+  const char* old = std::getenv("WEFT_WORKERS");
+  std::string saved = old ? old : "";
+  ::setenv("WEFT_WORKERS", "abc", 1);
+  EXPECT_THROW((void)weft::async([] { return 1; }), weft::configuration_error);
+  EXPECT_FALSE(weft::shutdown_default_runtime());
+  ::setenv("WEFT_WORKERS", "2", 1);
+  EXPECT_EQ(weft::async([] { return 1; }).get(), 1);
+  if (old) ::setenv("WEFT_WORKERS", saved.c_str(), 1); else ::unsetenv("WEFT_WORKERS");
+}
+
 // Plain threads race to create it: one runtime, every future served.
 TEST(DefaultRuntime, ManyThreadsShareOne) {
   default_runtime_guard guard;
