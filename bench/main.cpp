@@ -56,6 +56,8 @@ const std::vector<section>& sections() {
       {"server", "TCP echo servers vs Go and Tokio", run_server, {}},
       {"compose", "fan-out/fan-in: when_all over 10,000 futures vs a loop of get()s; then chains",
        run_compose, {}},
+      {"migrate", "Smith-Waterman, a future per tile: std::async vs weft-migrate'd vs serial",
+       run_migrate, {}},
   };
   return table;
 }

@@ -17,7 +17,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest-dev libtbb-dev
           libbenchmark-dev liburing-dev pkg-config
           curl                   # the HTTP example's test (examples/io/http_server_test.sh)
-          libcurl4-openssl-dev)  # libcurl: tests/io/test_io_foreign.cpp
+          libcurl4-openssl-dev   # libcurl: tests/io/test_io_foreign.cpp
+          python3-clang-16)      # libclang's Python bindings: scripts/weft-migrate (tests/migrate, bench)
 
 log() { printf '[setup-deps] %s\n' "$*"; }
 

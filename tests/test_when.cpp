@@ -463,3 +463,28 @@ TEST_P(WhenTest, ThenManyContinuationsAndRuntimeDrain) {
 }
 
 }  // namespace
+
+// ------------------------------------------- deferred inputs (launch::deferred)
+
+// A deferred future becomes ready only when waited on: composing one runs it
+// in the composing caller (weft/when.hpp, compose_traits::prepare), so
+// when_all/when_any/then on it complete instead of waiting for ever; a
+// cancellable wait (wait(stop_token)) runs it too.
+TEST_P(WhenTest, DeferredInputsRunWhenComposed) {
+  weft::runtime rt(options());
+  rt.run([] {
+    std::atomic<int> runs{0};
+    auto d1 = weft::async(std::launch::deferred, [&] { ++runs; return 1; });
+    auto d2 = weft::async(std::launch::deferred, [&] { ++runs; return 2; }).share();
+    auto all = weft::when_all(std::move(d1), d2);
+    auto [f1, f2] = all.get();
+    EXPECT_EQ(f1.get() + f2.get(), 3);
+    auto d3 = weft::async(std::launch::deferred, [&] { ++runs; return 3; });
+    EXPECT_EQ(std::move(d3).then([](weft::future<int> f) { return f.get() * 2; }).get(), 6);
+    auto d4 = weft::async(std::launch::deferred, [&] { ++runs; return 4; });
+    std::stop_source src;
+    d4.wait(src.get_token());
+    EXPECT_EQ(d4.get(), 4);
+    EXPECT_EQ(runs.load(), 4);  // each ran exactly once
+  });
+}

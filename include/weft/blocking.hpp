@@ -14,7 +14,7 @@
 //
 // Rules:
 //  * Inside a task only: from any other thread spawn_blocking throws
-//    std::logic_error (as weft::async does). Nothing has run then.
+//    std::logic_error (as task_group does). Nothing has run then.
 //  * The pool starts a helper thread when a call finds none idle, up to
 //    options::blocking_threads; further calls wait in a FIFO queue. A thread
 //    idle for options::blocking_keep_alive exits.
@@ -26,8 +26,9 @@
 //    spawned, including those still queued at shutdown (no call is lost). A
 //    running call cannot be interrupted: ~runtime waits for it to return,
 //    whatever options::shutdown_grace says.
-//  * f runs on a plain thread, not in a task: weft::async and other task-only
-//    APIs throw there; waits (future::get, ...) block that helper thread.
+//  * f runs on a plain thread, not in a task: task_group and other task-only
+//    APIs throw there (weft::async starts its task on the default runtime,
+//    weft/async.hpp); waits (future::get, ...) block that helper thread.
 //  * The result is delivered by a worker: the helper hands the finished call
 //    back to the runtime, and a worker marks the future ready (that is how
 //    the call is counted finished). So the future becomes ready only once a

@@ -95,9 +95,11 @@ class future_state_base {
   void destroy_owned() noexcept { destroy(); }
 
   // Blocks until ready. An async child still at the bottom of the caller's
-  // own deque is run inline instead (nobody else has started it).
+  // own deque is run inline instead (nobody else has started it). A deferred
+  // state (launch::deferred) runs its function here, in the first waiter.
   void wait() {
     if (done_.is_set()) return;
+    if (deferred_ && run_deferred()) return;
     if (pending_item_ && try_take_own_bottom(pending_item_)) {
       pending_item_->execute(pending_item_);
       return;
@@ -111,6 +113,7 @@ class future_state_base {
   // Waits until ready (true) or until `stop` is requested first (false).
   bool wait(const std::stop_token& stop) {
     if (done_.is_set()) return true;
+    if (deferred_ && !stop.stop_requested() && run_deferred()) return true;  // launch::deferred
     return wait_or_stop(done_, stop);
   }
 
@@ -124,6 +127,21 @@ class future_state_base {
   // the callback; see when.hpp).
   completion& ready_event() noexcept { return done_; }
   // ---- end of composition
+
+  // --- launch::deferred (weft/async.hpp) ---------------------------------
+  // A deferred state runs its function in the first caller of a non-timed
+  // wait (wait, get), as std::async(std::launch::deferred) does; timed waits
+  // report future_status::deferred until it has run. Returns true if this
+  // caller ran it (the state is then ready); false if another waiter claimed
+  // it first (the caller then waits for that one to finish).
+  bool deferred_pending() const noexcept { return deferred_ && !done_.is_set(); }
+  bool run_deferred() {
+    if (!claim()) return false;  // a concurrent waiter (shared_future) runs it
+    deferred_(this);             // stores the value or the exception; noexcept
+    publish();
+    return true;
+  }
+  // --- end launch::deferred ----------------------------------------------
 
   // The level of the task producing the value (priority_levels: unknown).
   unsigned level() const noexcept { return level_; }
@@ -159,6 +177,8 @@ class future_state_base {
   virtual void destroy() noexcept { delete this; }
   work_item* pending_item_ = nullptr;  // async tasks only; immutable
   void (*run_owned_)(future_state_base*) = nullptr;  // async tasks only
+  // Deferred states only (weft/async.hpp): computes the value; immutable.
+  void (*deferred_)(future_state_base*) noexcept = nullptr;
 
  private:
   completion done_;
@@ -202,6 +222,21 @@ class future_state<void> : public future_state_base {
 };
 
 struct no_stop_source {};
+
+// future<T&> / promise<T&> (as std::future<R&>): the state keeps a pointer
+// to the referred object; the producer guarantees it outlives the reads.
+template <class T>
+class future_state<T&> : public future_state_base {
+ public:
+  using future_state_base::future_state_base;
+  future_state() = default;
+  void emplace(T& r) noexcept { ptr_ = std::addressof(r); }
+  T& value() noexcept { return *ptr_; }
+  bool has_value() const noexcept { return ptr_ != nullptr; }
+
+ private:
+  T* ptr_ = nullptr;
+};
 
 // An async task: the future's state, the deque item and the callable in one
 // allocation. Stoppable: the callable takes a std::stop_token first (as
@@ -300,6 +335,10 @@ auto make_invoker(F&& f, Args&&... args) {
 
 scheduler* scheduler_of(worker_view* w) noexcept;
 
+// The scheduler of the process-wide default runtime, created on first use
+// (src/default_runtime.cpp; weft::default_runtime() in weft/async.hpp).
+scheduler* default_scheduler();
+
 // Starts an async task on `s` (or, when s is null, on the calling worker's
 // runtime). From a worker of that runtime the task is pushed on the worker's
 // own deque (child stealing); from any other thread it is injected.
@@ -319,8 +358,8 @@ auto launch_async_at(scheduler* s, int level, F&& f, Args&&... args)
   using task_t = async_task<R, decltype(inv), stoppable>;
   worker_view* w = current_worker();
   if (!s) {
-    if (!w) w = require_worker("weft::async");
-    s = w->sched;
+    // Outside any task: the process-wide default runtime (weft/async.hpp).
+    s = w ? w->sched : default_scheduler();
   }
   prepare_level(s, level);  // may throw; nothing is counted or queued yet
   auto* t = new task_t(std::move(inv));
@@ -347,6 +386,7 @@ auto launch_async(scheduler* s, F&& f, Args&&... args)
 // would form `const void&` for T = void, which is ill-formed.)
 template <class T> struct shared_get_result { using type = const T&; };
 template <> struct shared_get_result<void> { using type = void; };
+template <class T> struct shared_get_result<T&> { using type = T&; };  // as std::shared_future<R&>
 
 // The waits future<T> and shared_future<T> share, so that no wait of either
 // can skip a step: the no_state check, then the run-time priority check
@@ -361,15 +401,18 @@ struct future_waits {
   }
   static void wait(future_state_base* s) { checked(s).wait(); }
   // Any duration or clock, max() and min() included: conversions saturate.
+  // A deferred function not yet run: future_status::deferred at once.
   template <class Rep, class Period>
   static std::future_status wait_for(future_state_base* s, const std::chrono::duration<Rep, Period>& d) {
     future_state_base& st = checked(s);
+    if (st.deferred_pending()) return std::future_status::deferred;
     return status(st.wait_until(deadline_after(d)));
   }
   template <class Clock, class Duration>
   static std::future_status wait_until(future_state_base* s,
                                        const std::chrono::time_point<Clock, Duration>& t) {
     future_state_base& st = checked(s);
+    if (st.deferred_pending()) return std::future_status::deferred;
     return status(st.wait_until(to_steady_deadline(t)));
   }
   // Cancellable wait: throws operation_canceled if `stop` is requested
@@ -494,7 +537,8 @@ class future {
       state_->mark_observed();
       std::rethrow_exception(state_->error());
     }
-    if constexpr (!std::is_void_v<T>) return std::move(state_->value());
+    if constexpr (std::is_lvalue_reference_v<T>) return state_->value();  // future<R&>
+    else if constexpr (!std::is_void_v<T>) return std::move(state_->value());
   }
 
  public:
@@ -606,6 +650,11 @@ class promise {
   promise& operator=(const promise&) = delete;
   ~promise() { abandon(); }
 
+  // --- std::promise's swap ------------------------------------------------
+  void swap(promise& o) noexcept { std::swap(state_, o.state_); }
+  friend void swap(promise& a, promise& b) noexcept { a.swap(b); }
+  // --- end swap -------------------------------------------------------------
+
   future<T> get_future() {
     check();
     if (!state_->retrieve()) detail::throw_future_error(std::future_errc::future_already_retrieved);
@@ -655,9 +704,12 @@ class promise {
   detail::future_state<T>* state_;
 };
 
-// Starts fn(args...) as a child task of the calling task. Must be called from
-// inside a runtime (throws std::logic_error otherwise; use runtime::async from
-// other threads). Arguments are decay-copied, as with std::async.
+// Starts fn(args...) as a child task of the calling task. Called outside any
+// task (main(), a plain thread), it starts fn as a task of the process-wide
+// default runtime (weft::default_runtime() in weft/async.hpp, created on first
+// use; its configuration_error or std::system_error propagate), and the
+// future's get() blocks the calling thread. Arguments are decay-copied, as
+// with std::async. weft::async(std::launch, fn, args...): weft/async.hpp.
 // If fn accepts a std::stop_token first (as std::jthread's callables do), it
 // is called as fn(token, args...): the task gets its own std::stop_source,
 // requested through the future's request_stop() (docs/api.md "Cancellation").

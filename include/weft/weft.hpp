@@ -3,12 +3,14 @@
 // which a program includes itself (docs/api.md).
 #pragma once
 
+#include "weft/async.hpp"
 #include "weft/blocking.hpp"
 #include "weft/channel.hpp"
 #include "weft/future.hpp"
 #include "weft/ivar.hpp"
 #include "weft/locks.hpp"
 #include "weft/mvar.hpp"
+#include "weft/packaged_task.hpp"
 #include "weft/parallel.hpp"
 #include "weft/pause.hpp"
 #include "weft/priority.hpp"

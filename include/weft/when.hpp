@@ -120,7 +120,11 @@ struct compose_traits<future<T>> {
   static bool valid(const future<T>& f) noexcept { return f.valid(); }
   static completion& event(future<T>& f) noexcept { return when_access::state(f)->ready_event(); }
   static unsigned level(const future<T>& f) noexcept { return when_access::state(f)->level(); }
-  static void prepare(future<T>&) {}
+  // A deferred input (launch::deferred) runs here, in the composing caller:
+  // it would otherwise never become ready (only a wait runs it).
+  static void prepare(future<T>& f) {
+    if (when_access::state(f)->deferred_pending()) when_access::state(f)->wait();
+  }
 };
 
 template <class T>
@@ -128,7 +132,11 @@ struct compose_traits<shared_future<T>> {
   static bool valid(const shared_future<T>& f) noexcept { return f.valid(); }
   static completion& event(shared_future<T>& f) noexcept { return when_access::state(f)->ready_event(); }
   static unsigned level(const shared_future<T>& f) noexcept { return when_access::state(f)->level(); }
-  static void prepare(shared_future<T>&) {}
+  // A deferred input (launch::deferred) runs here, in the composing caller:
+  // it would otherwise never become ready (only a wait runs it).
+  static void prepare(shared_future<T>& f) {
+    if (when_access::state(f)->deferred_pending()) when_access::state(f)->wait();
+  }
 };
 
 // An operation the blocking backend left to its waiter (io_operation::deferred)
