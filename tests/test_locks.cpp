@@ -86,8 +86,7 @@ TEST_P(Locks, MutexHandsOffInFifoOrder) {
         order.push_back(i);
       });
       // Wait until the i-th child is queued before spawning the next one.
-      ASSERT_TRUE(yield_until([&] { return queued.load() == i + 1; }));
-      weft::this_task::sleep_for(2ms);  // let it reach the queue
+      ASSERT_TRUE(yield_until([&] { return m.waiters() == static_cast<std::size_t>(i + 1); }));
     }
     m.unlock();
     g.sync();
@@ -319,11 +318,10 @@ TEST_P(Locks, SharedMutexFifoAndTimeouts) {
     std::atomic<int> step{0};
     auto writer = weft::async([&] {
       step = 1;
-      EXPECT_FALSE(m.try_lock_for(30ms));  // the reader below keeps it shared
+      EXPECT_FALSE(m.try_lock_for(200ms));  // the reader below keeps it shared
       step = 2;
     });
-    ASSERT_TRUE(yield_until([&] { return step.load() == 1; }));
-    weft::this_task::sleep_for(3ms);
+    ASSERT_TRUE(yield_until([&] { return m.waiters() == 1; }));  // the writer is queued
     EXPECT_FALSE(m.try_lock_shared());  // a writer waits: FIFO, no barging
     auto reader = weft::async([&] {
       m.lock_shared();  // queued behind the writer; let in when it times out
@@ -512,8 +510,7 @@ TEST_P(Locks, SemaphoreFifoTimedCancelAndMisuse) {
         order.push_back(i);  // one at a time: a binary semaphore
         sem.release();
       });
-      ASSERT_TRUE(yield_until([&] { return queued.load() == i + 1; }));
-      weft::this_task::sleep_for(2ms);
+      ASSERT_TRUE(yield_until([&] { return sem.waiters() == static_cast<std::size_t>(i + 1); }));
     }
     sem.release();
     g.sync();

@@ -48,6 +48,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -113,6 +114,14 @@ class mutex_base {
   // Whether the calling task (or thread) holds the mutex (diagnostics, tests).
   bool held_by_caller() const noexcept {
     return owner_.load(std::memory_order_relaxed) == current_task().id;
+  }
+  // How many tasks or threads wait for it now: a snapshot (diagnostics,
+  // tests), as ivar/mvar/channel waiters().
+  std::size_t waiters() const noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    lk_.lock();
+    const std::size_t n = waiters_.size();
+    lk_.unlock();
+    return n;
   }
 
  protected:
@@ -206,7 +215,7 @@ class mutex_base {
   std::atomic<std::uint32_t> state_{free_};
   std::atomic<const void*> owner_{nullptr};  // the holder's task identity
   std::atomic<int> holder_level_{-1};        // the holder's level (-1: none / unknown)
-  spin_lock lk_;
+  mutable spin_lock lk_;  // mutable: waiters() takes it
   wait_list waiters_ WEFT_GUARDED_BY(lk_);
 };
 
@@ -301,6 +310,13 @@ class shared_mutex {
   template <class Clock, class Duration>
   bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
     return acquire(true, detail::to_steady_deadline(t), nullptr);
+  }
+  // How many wait now, shared and exclusive: a snapshot (diagnostics, tests).
+  std::size_t waiters() const noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    lk_.lock();
+    const std::size_t n = waiters_.size();
+    lk_.unlock();
+    return n;
   }
   void unlock_shared() WEFT_NO_THREAD_SAFETY_ANALYSIS {
     lk_.lock();
@@ -406,7 +422,7 @@ class shared_mutex {
     }
   }
 
-  detail::spin_lock lk_;
+  mutable detail::spin_lock lk_;  // mutable: waiters() takes it
   bool writer_ WEFT_GUARDED_BY(lk_) = false;
   int readers_ WEFT_GUARDED_BY(lk_) = 0;
   const void* owner_ WEFT_GUARDED_BY(lk_) = nullptr;  // the exclusive holder

@@ -75,6 +75,14 @@ class counting_semaphore {
 
  public:
   static constexpr std::ptrdiff_t max() noexcept { return LeastMaxValue; }
+  // How many tasks or threads wait to acquire now: a snapshot (diagnostics,
+  // tests), as ivar/mvar/channel waiters().
+  std::size_t waiters() const noexcept WEFT_NO_THREAD_SAFETY_ANALYSIS {
+    lk_.lock();
+    const std::size_t n = waiters_.size();
+    lk_.unlock();
+    return n;
+  }
 
   explicit counting_semaphore(std::ptrdiff_t desired) : count_(desired) {
     if (desired < 0 || desired > max())
@@ -157,7 +165,7 @@ class counting_semaphore {
   // Free units. Invariant (under lk_): count_ > 0 => waiters_ is empty at
   // every release; a waiter queues only after seeing count_ == 0 under lk_.
   std::atomic<std::ptrdiff_t> count_;
-  detail::spin_lock lk_;
+  mutable detail::spin_lock lk_;  // mutable: waiters() takes it
   detail::wait_list waiters_ WEFT_GUARDED_BY(lk_);
 };
 
