@@ -235,13 +235,13 @@ TEST_P(IoBasic, PendingReadCompletesAtEof) {
   });
   run([&] {
     // A plain thread closes: no worker is needed for it.
+    auto t0 = clk::now();  // before the peer starts its sleep
     std::thread closer([&] {
       std::this_thread::sleep_for(50ms);
       p.b.reset();
       s.b.reset();
     });
     char buf[16];
-    auto t0 = clk::now();
     std::size_t n1 = weft::io::read(p.a.get(), buf, sizeof buf).get();
     std::size_t n2 = weft::io::recv(s.a.get(), buf, sizeof buf).get();
     auto elapsed = clk::now() - t0;
@@ -262,12 +262,12 @@ TEST_P(IoBasic, ReadOnEmptyNonBlockingSocketWaitsForData) {
   fd_pair s = make_socketpair(SOCK_STREAM | SOCK_NONBLOCK);
   ASSERT_TRUE(is_nonblocking(s.a.get()));
   run([&] {
+    auto t0 = clk::now();  // before the peer starts its sleep
     std::thread sender([&] {
       std::this_thread::sleep_for(100ms);
       plain_write_all(s.b.get(), "later", 5);
     });
     char buf[16] = {};
-    auto t0 = clk::now();
     std::error_code ec;
     std::size_t n = weft::io::recv(s.a.get(), buf, sizeof buf).get(ec);
     auto elapsed = clk::now() - t0;
@@ -293,13 +293,13 @@ TEST_P(IoBasic, WriteOnFullNonBlockingSocketWaitsForSpace) {
   }
   ASSERT_GT(filled, 0u);
   run([&] {
+    auto t0 = clk::now();  // before the peer starts its sleep
     std::thread drainer([&] {
       std::this_thread::sleep_for(100ms);
       std::vector<char> sink(filled + 3);
       plain_read_exact(s.b.get(), sink.data(), filled + 3);
       EXPECT_EQ(std::string(sink.data() + filled, 3), "end");
     });
-    auto t0 = clk::now();
     std::error_code ec;
     std::size_t n = weft::io::send(s.a.get(), "end", 3).get(ec);
     auto elapsed = clk::now() - t0;
@@ -573,6 +573,7 @@ TEST_P(IoBasic, EventfdReadWaitsForSignal) {
     (void)!::write(efd.get(), &one, 8);
   });
   run([&] {
+    auto t0 = clk::now();  // before the peer starts its sleep
     peer signaller = spawn_peer([&] {
       peer_sleep(50ms);
       std::uint64_t v = 5;
@@ -583,7 +584,6 @@ TEST_P(IoBasic, EventfdReadWaitsForSignal) {
       }
     });
     std::uint64_t v = 0;
-    auto t0 = clk::now();
     EXPECT_EQ(weft::io::read(efd.get(), &v, sizeof v).get(), 8u);
     EXPECT_GE(clk::now() - t0, 40ms);
     EXPECT_EQ(v, 5u);

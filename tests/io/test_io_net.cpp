@@ -55,6 +55,7 @@ TEST_P(IoNet, PendingAcceptCompletesWhenClientConnects) {
     ::connect(c.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   });
   run([&] {
+    auto t0 = clk::now();  // before the peer starts its sleep
     peer client = spawn_peer([&] {
       peer_sleep(50ms);
       unique_fd c = tcp_socket();
@@ -65,7 +66,6 @@ TEST_P(IoNet, PendingAcceptCompletesWhenClientConnects) {
       }
       peer_write_all(c.get(), "hello", 5);
     });
-    auto t0 = clk::now();
     unique_fd a(weft::io::accept(l.get()).get());  // addr/addrlen null
     EXPECT_GE(clk::now() - t0, 40ms);
     ASSERT_TRUE(a);
