@@ -541,11 +541,22 @@ def main(argv=None):
     except SystemExit as e:
         return EXIT_USAGE if e.code not in (0, None) else EXIT_OK
 
+    try:
+        results, rows = load_results(args.results)
+    except ValueError as e:
+        sys.stderr.write("weft-report: %s\n" % e)
+        return EXIT_USAGE
+    for d in args.figures:
+        if not os.path.isdir(d):
+            sys.stderr.write("weft-report: --figures %s: no such directory\n" % d)
+            return EXIT_USAGE
+
     if not _have_matplotlib():
         # A pyenv/venv python3 on PATH often lacks Debian's matplotlib: try the system one.
         here = os.path.realpath(sys.executable or "")
         script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None
-        if (not os.environ.get(_REEXEC_ENV) and script and os.path.exists(SYSTEM_PYTHON)
+        if (not os.environ.get(_REEXEC_ENV) and script
+                and os.path.basename(script) == "weft-report" and os.path.exists(SYSTEM_PYTHON)
                 and os.path.realpath(SYSTEM_PYTHON) != here):
             os.environ[_REEXEC_ENV] = "1"
             sys.stdout.flush()
@@ -555,11 +566,6 @@ def main(argv=None):
                          "scripts/setup-deps.sh does)\n" % (sys.executable,))
         return EXIT_NO_MATPLOTLIB
 
-    try:
-        results, rows = load_results(args.results)
-    except ValueError as e:
-        sys.stderr.write("weft-report: %s\n" % e)
-        return EXIT_USAGE
     try:
         os.makedirs(args.outdir, exist_ok=True)
     except OSError as e:

@@ -10,6 +10,8 @@ MODE raising: with tests/report/figures_raising (a module that raises): exit 1,
 index.md still written, with the traceback; the other sections intact.
 MODE bad-input: unreadable or malformed results, a missing --figures
 directory: exit 2 with a message, and no report.
+MODE bench (SCRIPT is weft-bench here): `weft-bench --only spawn --quick
+--reps 1 --report OUTDIR` writes OUTDIR/results.json and OUTDIR/index.md.
 
 Exit 0 pass, 1 fail, 77 skipped (weft-report found no Python with matplotlib:
 its exit status 3).
@@ -168,12 +170,46 @@ def bad_input(script, outdir):
     check(not os.path.exists(os.path.join(out, "index.md")), "no report written on bad input")
 
 
+def bench(weft_bench, outdir):
+    fresh(outdir)
+    out = os.path.join(outdir, "report")
+    args = [weft_bench, "--only", "spawn", "--quick", "--reps", "1", "--report", out]
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=300)
+    print("$ %s -> exit %d" % (" ".join(args), p.returncode))
+    print(p.stdout.rstrip())
+    print(p.stderr.rstrip())
+    if p.returncode != 0 and "can import matplotlib" in p.stderr:
+        print("SKIPPED: no Python with matplotlib (install python3-matplotlib)")
+        check(os.path.exists(os.path.join(out, "results.json")),
+              "results.json written even without matplotlib")
+        sys.exit(1 if failures else SKIP)
+    check(p.returncode == 0, "exit status %d, expected 0" % p.returncode)
+    check("report written to %s/index.md" % out in p.stdout, "weft-bench names the report")
+    results = os.path.join(out, "results.json")
+    check(os.path.exists(results), "results.json written")
+    if os.path.exists(results):
+        with open(results) as f:
+            data = json.load(f)
+        check(data.get("mode") == "quick" and data.get("reps") == 1, "results.json: quick, reps 1")
+        check(any(r["section"] == "spawn" for r in data["rows"]), "results.json has spawn rows")
+        check(all(r["section"] == "spawn" for r in data["rows"]), "--only applies to --report")
+    index = os.path.join(out, "index.md")
+    check(os.path.exists(index), "index.md written")
+    if os.path.exists(index):
+        md = read(index)
+        for s in ["not comparable to the papers' machines", "| mode | quick",
+                  "[results.json](results.json)", "## Appendix: every row", "| spawn |"]:
+            check(s in md, "index.md contains %r" % s)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in ("basic", "raising", "bad-input"):
-        sys.stderr.write("usage: check_report.py basic|raising|bad-input SCRIPT OUTDIR\n")
+    modes = {"basic": basic, "raising": raising, "bad-input": bad_input, "bench": bench}
+    if len(sys.argv) != 4 or sys.argv[1] not in modes:
+        sys.stderr.write("usage: check_report.py basic|raising|bad-input|bench SCRIPT OUTDIR\n")
         sys.exit(2)
     mode, SCRIPT, outdir = sys.argv[1:]
-    {"basic": basic, "raising": raising, "bad-input": bad_input}[mode](SCRIPT, outdir)
+    modes[mode](SCRIPT, outdir)
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)
