@@ -3,7 +3,8 @@
     scripts/weft-report RESULTS.json OUTDIR [--figures EXTRA_DIR]...
 
 RESULTS.json is what `weft-bench --json PATH` (or `weft-bench --report DIR`)
-writes. OUTDIR receives index.md and one SVG per plot. Every figure module
+writes. OUTDIR receives index.md, one SVG per plot, and index.html (the same
+report for a browser). Every figure module
 (scripts/weft_report/figures/fig_*.py, then those of each --figures directory;
 a module of the same file name in an extra directory replaces the built-in one)
 contributes one section of the report, in the order of its ORDER. A module's
@@ -509,7 +510,108 @@ def render_report(results, rows, results_path, outdir, figure_dirs):
                       "## Contents\n\n" + "\n".join(toc)] + body + ["\n".join(app)]) + "\n"
     with open(os.path.join(outdir, "index.md"), "w", encoding="utf-8") as f:
         f.write(md)
+    # The same report for a browser (the plots are SVG files beside it).
+    with open(os.path.join(outdir, "index.html"), "w", encoding="utf-8") as f:
+        f.write(markdown_to_html(md, "weft: the papers' figures, measured"))
     return md, errors
+
+
+_INLINE = [
+    (re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)"), r'<img alt="\1" src="\2">'),
+    (re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)"), r'<a href="\2">\1</a>'),
+    (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"<em>\1</em>"),
+]
+
+
+def _inline(text):
+    """Markdown inline markup of what the report writes: code, images, links, bold, italics."""
+    import html
+    out = []
+    for k, part in enumerate(re.split(r"(`[^`]*`)", text)):
+        if k % 2:
+            out.append("<code>%s</code>" % html.escape(part[1:-1], quote=False))
+            continue
+        part = html.escape(part, quote=False).replace("\\|", "|")
+        for pat, rep in _INLINE:
+            part = pat.sub(rep, part)
+        out.append(part)
+    return "".join(out)
+
+
+def markdown_to_html(md, title):
+    """index.html from index.md: the subset of markdown the report writes (headings,
+    paragraphs, tables, lists, code blocks, images, links, emphasis)."""
+    import html
+    body, para, lines = [], [], md.split("\n")
+
+    def flush():
+        if para:
+            body.append("<p>%s</p>" % _inline(" ".join(para)))
+            del para[:]
+
+    def heading_id(text, used):
+        return slug(text, used)
+
+    used = set()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            body.append("<pre><code>%s</code></pre>" % html.escape("\n".join(lines[i + 1:j])))
+            i = j + 1
+            continue
+        m = re.match(r"^(#{1,6}) (.*)$", line)
+        if m:
+            flush()
+            n = len(m.group(1))
+            body.append('<h%d id="%s">%s</h%d>' % (n, heading_id(m.group(2), used),
+                                                    _inline(m.group(2)), n))
+        elif line.startswith("|"):
+            flush()
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            rows = [re.split(r"(?<!\\)\|", r.strip())[1:-1] for r in lines[i:j]]
+            t = ["<table>"]
+            for k, r in enumerate(rows):
+                if k == 1 and all(re.match(r"^\s*:?-+:?\s*$", c) for c in r):
+                    continue
+                tag = "th" if k == 0 else "td"
+                t.append("<tr>%s</tr>" % "".join("<%s>%s</%s>" % (tag, _inline(c.strip()), tag)
+                                                  for c in r))
+            t.append("</table>")
+            body.append("\n".join(t))
+            i = j
+            continue
+        elif re.match(r"^(\d+\.|-) ", line):
+            flush()
+            j = i
+            items = []
+            while j < len(lines) and re.match(r"^(\d+\.|-) ", lines[j]):
+                items.append(re.sub(r"^(\d+\.|-) ", "", lines[j]))
+                j += 1
+            body.append("<ul>%s</ul>" % "".join("<li>%s</li>" % _inline(x) for x in items))
+            i = j
+            continue
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line)
+        i += 1
+    flush()
+    style = ("body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em;"
+             "line-height:1.4}table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+             "img{max-width:100%}pre{background:#f4f4f4;padding:.5em;overflow:auto}"
+             "code{background:#f4f4f4}")
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>"
+            "<style>%s</style></head><body>\n%s\n</body></html>\n"
+            % (html.escape(title), style, "\n".join(body)))
 
 
 def _have_matplotlib():

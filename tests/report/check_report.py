@@ -124,6 +124,19 @@ def basic(script, outdir):
             check("<svg" in svg and svg.rstrip().endswith("</svg>"), "%s is an SVG" % name)
             if text:
                 check(text in svg, "%s contains %r" % (name, text))
+    # index.html: the same report for a browser.
+    page = os.path.join(outdir, "index.html")
+    check(os.path.exists(page), "index.html written")
+    if os.path.exists(page):
+        h = read(page)
+        for s in ['<img alt="CAPTION-MARKER: widgets A and B" src="fig_test_api_1.svg">',
+                  "<td>widget B</td>", "<td>pipe | escaped</td>", "<code>nosuchsection</code>",
+                  "<strong>Absolute times are not comparable", "SYNTHETIC-CPU-MARKER",
+                  '<h2 id="appendix-every-row">']:
+            check(s in h, "index.html contains %r" % s)
+        ids = set(re.findall(r'<h\d id="([^"]+)"', h))
+        for a in re.findall(r'<a href="#([^"]+)"', h):
+            check(a in ids, "index.html link #%s has a heading" % a)
     check(not os.path.exists(stale), "the stale fig_test_api_7.svg of an earlier run is removed")
     check(not os.path.exists(os.path.join(outdir, "fig_test_api_3.svg")), "no third test plot")
 
