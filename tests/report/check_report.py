@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in scripts/weft_report (github_slug imports it)
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
 failures = []
