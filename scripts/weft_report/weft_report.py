@@ -497,9 +497,10 @@ def render_report(results, rows, results_path, outdir, figure_dirs):
            "(max - min) / median; n = repetitions). Sections: " +
            (", ".join("`%s`" % s for s in dict.fromkeys(r.section for r in rows)) or "none") +
            "."]
-    unused = sorted({r.section for r in rows if id(r) not in used_rows})
+    looked_at = {r.section for r in rows if id(r) in used_rows}
+    unused = sorted({r.section for r in rows} - looked_at)
     if unused:
-        app += ["", "Sections with rows no figure uses: %s." % ", ".join(
+        app += ["", "Sections no figure module reads (their rows are only here): %s." % ", ".join(
             "`%s`" % s for s in unused)]
     if rows:
         app += ["", rows_markdown(rows, with_section=True)]
