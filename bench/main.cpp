@@ -218,8 +218,9 @@ int main(int argc, char** argv) {
     } else if (report_python_exe.empty()) {
       std::fprintf(stderr, "weft-bench: results written to %s, but no report: neither "
                    "/usr/bin/python3 nor python3 on PATH can import matplotlib (install "
-                   "python3-matplotlib, then run: scripts/weft-report %s %s)\n",
-                   results.c_str(), results.c_str(), report_dir.c_str());
+                   "python3-matplotlib, then run: %s %s %s)\n",
+                   results.c_str(), report_script_path().c_str(), results.c_str(),
+                   report_dir.c_str());
       report_ok = false;
     } else {
       int rc = run_report_script(report_python_exe, results, report_dir);
