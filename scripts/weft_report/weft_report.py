@@ -334,6 +334,8 @@ class Module:
             spec = importlib.util.spec_from_file_location("weft_report_figures." + self.name,
                                                           self.path)
             mod = importlib.util.module_from_spec(spec)
+            # Registered, as an import would: dataclasses and pickling look the module up.
+            sys.modules[spec.name] = mod
             spec.loader.exec_module(mod)
             for attr in ("ORDER", "TITLE", "render"):
                 if not hasattr(mod, attr):
@@ -450,11 +452,10 @@ def render_report(results, rows, results_path, outdir, figure_dirs):
         anchor = slug(heading, used)
         status = ""
         part = ["## " + heading, ""]
-        if m.paper:
-            part += ["*Paper:* %s. *Module:* `%s`%s." % (
-                m.paper, os.path.basename(m.path),
-                "; *sections:* " + ", ".join("`%s`" % s for s in m.sections)
-                if m.sections else ""), ""]
+        part += ["%s*Module:* `%s`%s." % (
+            "*Paper:* %s. " % m.paper if m.paper else "", os.path.basename(m.path),
+            "; *sections:* " + ", ".join("`%s`" % s for s in m.sections)
+            if m.sections else ""), ""]
         if m.error is not None:
             errors += 1
             status = " — **error**"
