@@ -115,6 +115,14 @@ void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go,
 void run_compose(const config& cfg, report& rep);  // compose.cpp: when_all fan-in, then chains
 void run_migrate(const config& cfg, report& rep);  // migrate.cpp: std::async vs weft-migrate'd
 
+// --report DIR (report_script.cpp): scripts/weft-report's path, the first
+// python3 that imports matplotlib ("" if none), and running the script on
+// the results (its exit status; -1 if it could not run).
+std::string report_script_path();
+std::string report_python();
+int run_report_script(const std::string& python, const std::string& results_json,
+                      const std::string& dir);
+
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);
 int sync_child(const std::string& kind, unsigned workers);  // kinds "sync-..."

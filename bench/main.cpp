@@ -3,12 +3,16 @@
 // machine.cpp, the hang watchdog in watchdog.cpp, each benchmark in its own
 // file.
 //
-//   weft-bench [--quick] [--reps N] [--json PATH] [--only SECTIONS]
+//   weft-bench [--quick] [--reps N] [--json PATH] [--only SECTIONS] [--report DIR]
+//
+// --report DIR also writes DIR/results.json and runs scripts/weft-report on it
+// (DIR/index.md with plots; report_script.cpp, docs/report.md).
 //
 // `weft-bench --help` lists the sections (from `sections` below).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,11 +86,17 @@ bool known_section(const std::string& name) {
 void usage(std::FILE* f) {
   std::fprintf(f,
                "usage: weft-bench [--quick] [--reps N] [--json PATH] [--only SECTIONS]\n"
+               "                  [--report DIR]\n"
                "  --quick          short run (CI/demo): smaller problem sizes\n"
                "  --reps N         timed repetitions per figure, median reported (default 5)\n"
                "  --json PATH      also write every figure as JSON to PATH\n"
                "  --only SECTIONS  comma-separated subset of the sections below (default:\n"
                "                   all); SECTION.PART selects one part of a section\n"
+               "  --report DIR     after the run, write DIR/results.json (the --json format)\n"
+               "                   and the report: DIR/index.md, one section per paper\n"
+               "                   figure with SVG plots (scripts/weft-report; needs python3\n"
+               "                   with matplotlib: Debian's python3-matplotlib). With --quick\n"
+               "                   it takes a few minutes. See docs/report.md\n"
                "sections, in the order they run:\n");
   for (const auto& s : sections()) {
     std::fprintf(f, "  %-10s %s\n", s.name, s.description);
@@ -113,7 +123,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 int main(int argc, char** argv) {
   using namespace weft_bench;
   config cfg;
-  std::string json_path, child_kind;
+  std::string json_path, child_kind, report_dir;
   unsigned child_workers = 2;
 
   for (int i = 1; i < argc; ++i) {
@@ -135,6 +145,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--json") {
       json_path = value("--json");
+    } else if (a == "--report") {
+      report_dir = value("--report");
     } else if (a == "--only") {
       cfg.only = split_commas(value("--only"));
       for (const auto& s : cfg.only) {
@@ -159,6 +171,29 @@ int main(int argc, char** argv) {
 
   if (!child_kind.empty()) return memory_child(child_kind, child_workers);
 
+  // --report: fail before the (long) run on what can be checked now.
+  std::string report_python_exe;
+  if (!report_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(report_dir, ec);
+    if (ec || !std::filesystem::is_directory(report_dir)) {
+      std::fprintf(stderr, "weft-bench: --report %s: cannot create the directory: %s\n",
+                   report_dir.c_str(), ec ? ec.message().c_str() : "not a directory");
+      return 2;
+    }
+    if (!std::filesystem::is_regular_file(report_script_path(), ec)) {
+      std::fprintf(stderr, "weft-bench: --report: the report script %s is missing (it is "
+                   "run from the source tree weft-bench was built from)\n",
+                   report_script_path().c_str());
+      return 2;
+    }
+    report_python_exe = report_python();
+    if (report_python_exe.empty())
+      std::fprintf(stderr, "weft-bench: WARNING: neither /usr/bin/python3 nor python3 on PATH "
+                   "can import matplotlib (Debian/Ubuntu: apt-get install python3-matplotlib): "
+                   "%s/results.json will be written, but no report\n", report_dir.c_str());
+  }
+
   report rep;
   rep.print_header(cfg);
   auto t0 = std::chrono::steady_clock::now();
@@ -174,6 +209,31 @@ int main(int argc, char** argv) {
     else
       std::fprintf(stderr, "weft-bench: cannot write %s\n", json_path.c_str());
   }
+  bool report_ok = true;
+  if (!report_dir.empty()) {
+    const std::string results = (std::filesystem::path(report_dir) / "results.json").string();
+    if (!rep.write_json(results, cfg)) {
+      std::fprintf(stderr, "weft-bench: cannot write %s\n", results.c_str());
+      report_ok = false;
+    } else if (report_python_exe.empty()) {
+      std::fprintf(stderr, "weft-bench: results written to %s, but no report: neither "
+                   "/usr/bin/python3 nor python3 on PATH can import matplotlib (install "
+                   "python3-matplotlib, then run: %s %s %s)\n",
+                   results.c_str(), report_script_path().c_str(), results.c_str(),
+                   report_dir.c_str());
+      report_ok = false;
+    } else {
+      int rc = run_report_script(report_python_exe, results, report_dir);
+      if (rc == 0) {
+        std::printf("report written to %s/index.md\n", report_dir.c_str());
+      } else {
+        std::fprintf(stderr, "weft-bench: the report script %s (exit status %d); see "
+                     "%s/index.md if it was written\n",
+                     rc < 0 ? "could not run" : "failed", rc, report_dir.c_str());
+        report_ok = false;
+      }
+    }
+  }
   std::printf("weft-bench: done\n");
-  return rep.any_failed() ? 1 : 0;
+  return rep.any_failed() || !report_ok ? 1 : 0;
 }

@@ -18,7 +18,8 @@ packages=(cmake ninja-build g++ libboost-context-dev libboost-fiber-dev libgtest
           libbenchmark-dev liburing-dev pkg-config
           curl                   # the HTTP example's test (examples/io/http_server_test.sh)
           libcurl4-openssl-dev   # libcurl: tests/io/test_io_foreign.cpp
-          python3-clang-16)      # libclang's Python bindings: scripts/weft-migrate (tests/migrate, bench)
+          python3-clang-16       # libclang's Python bindings: scripts/weft-migrate (tests/migrate, bench)
+          python3-matplotlib)    # the plots of scripts/weft-report (weft-bench --report, tests/report)
 
 log() { printf '[setup-deps] %s\n' "$*"; }
 
