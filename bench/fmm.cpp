@@ -11,7 +11,9 @@
 //               that a failure (std::system_error when a thread cannot be
 //               created, a crash, or the time limit) becomes a row note
 //               "std::async failed: ..." as the paper reports it
-// Medians of --reps runs (after --warmup); speedups over serial side by side.
+// Medians of --reps rounds (after --warmup), each round running every system
+// once, so that the load of a shared machine hits them alike; speedups over
+// serial side by side.
 // Every run is checked against a direct O(n^2) sum on 50 points.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -84,74 +86,99 @@ void run_fmm(const config& cfg, report& rep) {
     o.leaf = kLeaf;
     o.dist = app::distribution::circle;
     o.check = kCheck;
-    o.reps = reps + cfg.warmup;
+    o.reps = 1;
     o.modes = {app::mode::serial, app::mode::weft};
     o.workers = cfg.workers;
-    app::results res;
-    {
-      watchdog_scope wd("fmm n=" + std::to_string(n), limit * (reps + cfg.warmup) * (1 + cfg.workers.size()) +
-                                                         std::chrono::seconds(30));
-      res = app::run(o);
-    }
-    const std::string tree = std::to_string(res.tree.tasks) + " futures, order " + std::to_string(kOrder);
-    const row* serial_row = nullptr;
-    std::vector<std::pair<unsigned, const row*>> weft_rows;
-    for (auto& r : res.runs) {
-      const std::string name = r.m == app::mode::serial ? "serial" : "weft";
-      const std::string params = r.m == app::mode::serial ? params_of(n) : params_of(n, workers_param(r.workers));
-      if (r.wrong) {
-        rep.add_missing("fmm", name, params, "WRONG RESULT: relative error " + std::to_string(r.rel_error) +
-                        " above " + std::to_string(res.tolerance), true);
-        continue;
+    const std::vector<std::string> std_args{fmm_exe, "--kv", "--mode", "std", "--n", std::to_string(n),
+                                            "--order", std::to_string(kOrder), "--leaf", std::to_string(kLeaf),
+                                            "--dist", "circle", "--check", std::to_string(kCheck)};
+    const bool try_std = have_exe && std_stopped.empty();
+
+    // Rounds: serial, weft at each worker count, std::async, then again, so
+    // that the load of this shared machine hits every system alike.
+    struct series {
+      std::vector<double> ms;
+      double rel_error = 0;
+      bool wrong = false;
+    };
+    std::vector<series> ours;  // res.runs' order: serial, then weft per worker count
+    std::vector<unsigned> ours_workers;
+    std::vector<app::mode> ours_modes;
+    app::tree_stats tree;
+    double tolerance = 0;
+    std::vector<double> std_ms;
+    std::string std_error, std_rel;
+    for (int r = -cfg.warmup; r < reps; ++r) {
+      {
+        watchdog_scope wd("fmm n=" + std::to_string(n), limit * (1 + cfg.workers.size()) + std::chrono::seconds(30));
+        app::results res = app::run(o);
+        tree = res.tree;
+        tolerance = res.tolerance;
+        ours.resize(res.runs.size());
+        ours_workers.resize(res.runs.size());
+        ours_modes.resize(res.runs.size());
+        for (std::size_t k = 0; k < res.runs.size(); ++k) {
+          auto& x = res.runs[k];
+          ours_workers[k] = x.workers;
+          ours_modes[k] = x.m;
+          ours[k].rel_error = std::max(ours[k].rel_error, x.rel_error);
+          ours[k].wrong = ours[k].wrong || x.wrong;
+          if (r >= 0) ours[k].ms.insert(ours[k].ms.end(), x.ms.begin(), x.ms.end());
+        }
       }
-      std::vector<double> ms(r.ms.begin() + std::min<std::ptrdiff_t>(cfg.warmup, static_cast<std::ptrdiff_t>(r.ms.size())),
-                             r.ms.end());
-      row x = make_row("fmm", name, params, ms, "ms");
-      char err[64];
-      std::snprintf(err, sizeof err, "rel error %.1e", r.rel_error);
-      x.note = tree + ", " + err;
-      if (auto p = paper_note(n, r.m == app::mode::serial ? "serial" : "weft"); !p.empty()) x.note += "; " + p;
-      rep.add(std::move(x));
-      if (r.m == app::mode::serial) serial_row = rep.find("fmm", name, params);
-      else weft_rows.push_back({r.workers, rep.find("fmm", name, params)});
+      if (try_std && std_error.empty()) {
+        // One child per run: a thread per future, so a failure ends only the child.
+        watchdog_scope wd("fmm std n=" + std::to_string(n), limit + std::chrono::seconds(30));
+        child_result c = run_process(std_args, limit, "fmm --mode std");
+        if (!c.ok) {
+          std_error = c.values.count("run0.error") ? c.values["run0.error"] : c.error;
+        } else {
+          if (r >= 0) std_ms.push_back(c.num("run0.median_ms"));
+          std_rel = c.values["run0.rel_error"];
+        }
+      }
     }
 
-    // std::async in a child, one process per run.
+    const std::string tree_note = std::to_string(tree.tasks) + " futures, order " + std::to_string(kOrder);
+    const row* serial_row = nullptr;
+    std::vector<std::pair<unsigned, const row*>> weft_rows;
+    for (std::size_t k = 0; k < ours.size(); ++k) {
+      const bool is_serial = ours_modes[k] == app::mode::serial;
+      const std::string name = is_serial ? "serial" : "weft";
+      const std::string params = is_serial ? params_of(n) : params_of(n, workers_param(ours_workers[k]));
+      if (ours[k].wrong) {
+        rep.add_missing("fmm", name, params, "WRONG RESULT: relative error " + std::to_string(ours[k].rel_error) +
+                        " above " + std::to_string(tolerance), true);
+        continue;
+      }
+      row x = make_row("fmm", name, params, ours[k].ms, "ms");
+      char err[64];
+      std::snprintf(err, sizeof err, "rel error %.1e", ours[k].rel_error);
+      x.note = tree_note + ", " + err;
+      if (auto p = paper_note(n, is_serial ? "serial" : "weft"); !p.empty()) x.note += "; " + p;
+      rep.add(std::move(x));
+      if (is_serial) serial_row = rep.find("fmm", name, params);
+      else weft_rows.push_back({ours_workers[k], rep.find("fmm", name, params)});
+    }
+
     const row* std_row = nullptr;
     const std::string sparams = params_of(n, "a thread per future");
     if (!have_exe) {
       rep.add_missing("fmm", "std::async", sparams, "not measured: " + fmm_exe + " not built", true);
-    } else if (!std_stopped.empty()) {
+    } else if (!try_std) {
       rep.add_missing("fmm", "std::async", sparams, "not run: " + std_stopped);
+    } else if (!std_error.empty()) {
+      const bool wrong = std_error.rfind("WRONG", 0) == 0;
+      std::string note = (wrong ? "" : "std::async failed: ") + std_error + " (" + limits_note + ")";
+      if (auto p = paper_note(n, "std"); !p.empty()) note += "; " + p;
+      rep.add_missing("fmm", "std::async", sparams, note, wrong);
+      std_stopped = "std::async failed at n=" + std::to_string(n);
     } else {
-      watchdog_scope wd("fmm std n=" + std::to_string(n), limit * (reps + cfg.warmup) + std::chrono::seconds(30));
-      std::vector<double> ms;
-      std::string error, rel;
-      for (int r = -cfg.warmup; r < reps && error.empty(); ++r) {
-        child_result c = run_process({fmm_exe, "--kv", "--mode", "std", "--n", std::to_string(n), "--order",
-                                      std::to_string(kOrder), "--leaf", std::to_string(kLeaf), "--dist", "circle",
-                                      "--check", std::to_string(kCheck)},
-                                     limit, "fmm --mode std");
-        if (!c.ok) {
-          error = c.values.count("run0.error") ? c.values["run0.error"] : c.error;
-          break;
-        }
-        if (r >= 0) ms.push_back(c.num("run0.median_ms"));
-        rel = c.values["run0.rel_error"];
-      }
-      if (!error.empty()) {
-        const bool wrong = error.rfind("WRONG", 0) == 0;
-        std::string note = (wrong ? "" : "std::async failed: ") + error + " (" + limits_note + ")";
-        if (auto p = paper_note(n, "std"); !p.empty()) note += "; " + p;
-        rep.add_missing("fmm", "std::async", sparams, note, wrong);
-        std_stopped = "std::async failed at n=" + std::to_string(n);
-      } else {
-        row x = make_row("fmm", "std::async", sparams, ms, "ms");
-        x.note = tree + ", rel error " + rel;
-        if (auto p = paper_note(n, "std"); !p.empty()) x.note += "; " + p;
-        rep.add(std::move(x));
-        std_row = rep.find("fmm", "std::async", sparams);
-      }
+      row x = make_row("fmm", "std::async", sparams, std_ms, "ms");
+      x.note = tree_note + ", rel error " + std_rel;
+      if (auto p = paper_note(n, "std"); !p.empty()) x.note += "; " + p;
+      rep.add(std::move(x));
+      std_row = rep.find("fmm", "std::async", sparams);
     }
 
     for (auto& [w, wr] : weft_rows)
