@@ -86,7 +86,7 @@ def render(fig):
         table.append([label + ("" if t is None else " (here: {:,})".format(t)), paper, ours])
     table.append(["std::async at ~2,208 tiles" + ("" if t2208 is None else " (here: {:,})".format(t2208)),
                   "failed: std::system_error (too many threads)", std_at(t2208)])
-    big = [t for t in tiles if t > 2208]
+    big = [t for t in tiles if t2208 is not None and t > t2208]
     if big:
         table.append(["std::async beyond the paper ({})".format(", ".join("{:,}".format(t) for t in big)),
                       "(not in the paper)", "; ".join("{:,}: {}".format(t, std_at(t)) for t in big)])
