@@ -40,7 +40,7 @@ struct options {
   distribution dist = distribution::circle;
   std::uint64_t seed = 1;      // points and charges (charges uniform in (0,1])
   std::vector<mode> modes{mode::serial, mode::weft, mode::std_async};
-  std::vector<unsigned> workers{0};  // weft runs: one per entry (0: hardware threads)
+  std::vector<unsigned> workers{0};  // weft runs: one per entry (0: WEFT_WORKERS, else hardware threads)
   int reps = 1;                // timed runs per mode (and worker count)
   std::size_t check = 100;     // points compared with the direct sum (at most n)
   double tolerance = 0;        // relative error bound; 0: default_tolerance(order)
