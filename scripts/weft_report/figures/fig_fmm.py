@@ -50,7 +50,11 @@ def render(fig):
         "n = 100,000 (too many threads), but when it ran it was 6.7x faster than Fibertures, "
         "whose scaling was poor (8.9 s at 1 thread, 8.0 s at 2). Here the FMM is 2-D (the "
         "paper's is 3-D, points on the sphere; ours on the circle) and absolute times are not "
-        "comparable; the ratios are what to compare.")
+        "comparable; the ratios are what to compare. On a machine shared with other programs (see "
+        "the load average in the header), a process with thousands of runnable threads "
+        "(`std::async`) takes a larger share of the cores than one with 1 or 2 workers, which "
+        "flatters `std::async` and hides weft's 2-worker speedup: read those ratios with the "
+        "load in mind.")
 
     def get(name, n, w=None):
         for r in rows:
