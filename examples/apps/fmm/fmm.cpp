@@ -380,6 +380,12 @@ void evaluate_futures(state& s, Spawn spawn, std::size_t& launched) {
     throw;
   }
   for (std::size_t b = pr.level_begin[L]; b < pr.level_begin[L + 1]; ++b) eval[b].get();
+  // Every other task has finished too, except possibly the upward tasks of
+  // level-2 boxes that no interaction list names: wait for all, since the
+  // tasks use `s` and these vectors (dropping a weft future does not wait).
+  for (auto* v : {&up, &down})
+    for (auto& f : *v)
+      if (f.valid()) f.get();
 }
 
 double check(const problem& pr, const std::vector<double>& phi, std::size_t samples) {
