@@ -114,6 +114,7 @@ void run_locks(const config& cfg, report& rep);  // locks.cpp: weft::mutex vs st
 void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go, Tokio
 void run_compose(const config& cfg, report& rep);  // compose.cpp: when_all fan-in, then chains
 void run_migrate(const config& cfg, report& rep);  // migrate.cpp: std::async vs weft-migrate'd
+void run_fmm(const config& cfg, report& rep);  // fmm.cpp: FMM with futures, weft vs std::async vs serial
 
 // --report DIR (report_script.cpp): scripts/weft-report's path, the first
 // python3 that imports matplotlib ("" if none), and running the script on

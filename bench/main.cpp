@@ -62,6 +62,8 @@ const std::vector<section>& sections() {
        run_compose, {}},
       {"migrate", "Smith-Waterman, a future per tile: std::async vs weft-migrate'd vs serial",
        run_migrate, {}},
+      {"fmm", "fast multipole method, a future per box: weft vs std::async vs serial",
+       run_fmm, {}},
   };
   return table;
 }
