@@ -58,6 +58,8 @@ const std::vector<section>& sections() {
        run_compose, {}},
       {"migrate", "Smith-Waterman, a future per tile: std::async vs weft-migrate'd vs serial",
        run_migrate, {}},
+      {"proxy", "caching proxy server, four priority levels (I-Cilk Fig 7): APS vs oblivious",
+       run_proxy, {}},
   };
   return table;
 }
