@@ -47,6 +47,8 @@ void usage(FILE* out) {
       "  --quantum-us N       APS quantum L, us (default %u)\n"
       "  --rho R              APS responsiveness rho (default %.1f, the paper's for proxy)\n"
       "  --seed N             clients' random seed (default %llu)\n"
+      "  --corrupt-every N    testing the checks: the proxy flips one byte of every Nth\n"
+      "                       reply (default 0: never); the run must then fail\n"
       "  --json               print the results as one JSON object\n"
       "  -h, --help           this text\n",
       d.workers, d.clients, d.requests, d.hit_ratio, d.hot_pages, d.page_min, d.page_max,
@@ -139,6 +141,8 @@ int main(int argc, char** argv) {
       o.quantum_us = parse_u32("--quantum-us", take());
     } else if (a == "--rho") {
       o.rho = parse_double("--rho", take());
+    } else if (a == "--corrupt-every") {
+      o.corrupt_every = parse_u32("--corrupt-every", take());
     } else if (a == "--seed") {
       o.seed = parse_uint("--seed", take());
     } else {

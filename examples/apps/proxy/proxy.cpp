@@ -329,7 +329,7 @@ struct proxy_state {
   lru_cache cache;
   std::vector<int> origin_ports;
   // Counters (relaxed: read after the runtime has joined its workers).
-  std::atomic<std::uint64_t> hits{0}, misses{0}, digest_sink{0};
+  std::atomic<std::uint64_t> hits{0}, misses{0}, digest_sink{0}, replies{0};
   std::vector<std::vector<double>> resp_us;  // one per connection, written by its loop only
   std::vector<double> stat_us_per_entry;     // written by the root only
 };
@@ -343,7 +343,7 @@ void fail_request(proxy_state& st, const conn_ptr& c, const std::string& what) {
   weft::io::shutdown(c->fd, SHUT_RDWR, ec);
 }
 
-void send_page(const conn_ptr& c, std::uint8_t status, const std::string& page) {
+void write_reply(const conn_ptr& c, std::uint8_t status, const std::string& page) {
   char hdr[hdr_len] = {};
   hdr[0] = static_cast<char>(status);
   std::uint64_t n = page.size();
@@ -359,11 +359,23 @@ void send_page(const conn_ptr& c, std::uint8_t status, const std::string& page) 
   if (done < page.size()) weft::io::write_all(c->fd, page.data() + done, page.size() - done);
 }
 
+void send_page(proxy_state& st, const conn_ptr& c, std::uint8_t status, const std::string& page) {
+  // options::corrupt_every (tests of the clients' check): a copy with one
+  // byte flipped. Relaxed: a counter.
+  if (st.opt.corrupt_every &&
+      (st.replies.fetch_add(1, std::memory_order_relaxed) + 1) % st.opt.corrupt_every == 0) {
+    std::string bad = page;
+    bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 1);
+    return write_reply(c, status, bad);
+  }
+  write_reply(c, status, page);
+}
+
 // Level 1: a fetched page goes into the cache and to the client.
 void store(proxy_state& st, const conn_ptr& c, const std::string& url, const page_ptr& page) {
   try {
     st.cache.put(url, page);
-    send_page(c, status_miss, *page);
+    send_page(st, c, status_miss, *page);
   } catch (const std::exception& e) {
     fail_request(st, c, "store " + url + ": " + e.what());
   }
@@ -416,7 +428,7 @@ void serve(proxy_state& st, const conn_ptr& c, const std::string& url) {
   try {
     if (page_ptr page = st.cache.get(url)) {
       st.hits.fetch_add(1, std::memory_order_relaxed);  // counter, read after the run
-      send_page(c, status_hit, *page);
+      send_page(st, c, status_hit, *page);
       return;
     }
     st.misses.fetch_add(1, std::memory_order_relaxed);  // counter, read after the run
@@ -625,7 +637,10 @@ results run(const options& opt) {
           } mark_done{done};
           std::vector<weft::future<void>> loops;
           for (unsigned i = 0; i < opt.clients; ++i) {
-            auto c = std::make_shared<connection>(weft::io::accept(lis.fd).get());
+            // A client that never connects (it failed first) ends the run
+            // with an error instead of hanging it.
+            int fd = weft::io::accept(lis.fd).get_for(std::chrono::seconds(30));
+            auto c = std::make_shared<connection>(fd);
             set_nodelay(c->fd);
             loops.push_back(weft::async(weft::priority(0), [&st, c, i] { request_loop(st, c, st.resp_us[i]); }));
           }

@@ -49,6 +49,7 @@ struct options {
   unsigned quantum_us = 500;      // APS quantum L
   double rho = 1.2;               // APS responsiveness (the paper's proxy: 1.2)
   std::uint64_t seed = 1;
+  unsigned corrupt_every = 0;     // testing the checks: flip a byte of every Nth reply (0: never)
 };
 
 struct results {
