@@ -88,6 +88,17 @@ def render(fig):
         "p95 and p99 at most 0.5x oblivious, throughput within 5%%."
         % (fig.machine.get("cpus", "?"), ", ".join(map(str, clients)),
            " and ".join(map(str, workers))))
+    fig.text(
+        "How to read it: with few clients the proxy is mostly idle, nothing competes for the "
+        "workers, and priorities cannot help; each request then pays APS's cost of moving a "
+        "worker between levels at every hand-off (level 0 to 1 for a hit, 0 to 1 to 2 to 1 for "
+        "a miss), which goes through the APS master thread, so APS is slower than the oblivious "
+        "scheduler there (a one-off check on this machine, 1 client, 2 workers: resp p50 about "
+        "75 µs with four levels, about 50 µs with every task at one level under APS, about "
+        "30 µs oblivious). With many clients the workers are contended and APS serves the "
+        "urgent levels first, as in the paper: resp and hit drop, miss (less urgent) grows. "
+        "The machine these runs come from was shared (see its load average in the header): "
+        "the spread between repetitions is large, and a ratio can change a lot between runs.")
     if failed:
         fig.text("**%d row(s) FAILED** (a wrong byte or a count that did not add up): %s"
                  % (len(failed), failed[0].note))
