@@ -123,6 +123,7 @@ std::string report_script_path();
 std::string report_python();
 int run_report_script(const std::string& python, const std::string& results_json,
                       const std::string& dir);
+void run_proxy(const config& cfg, report& rep);  // proxy.cpp: the caching proxy (I-Cilk Fig 7)
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);

@@ -64,6 +64,8 @@ const std::vector<section>& sections() {
        run_migrate, {}},
       {"fmm", "fast multipole method, a future per box: weft vs std::async vs serial",
        run_fmm, {}},
+      {"proxy", "caching proxy server, four priority levels (I-Cilk Fig 7): APS vs oblivious",
+       run_proxy, {}},
   };
   return table;
 }
