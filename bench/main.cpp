@@ -58,6 +58,8 @@ const std::vector<section>& sections() {
        run_compose, {}},
       {"migrate", "Smith-Waterman, a future per tile: std::async vs weft-migrate'd vs serial",
        run_migrate, {}},
+      {"kernels", "Cilk kernels LU, Strassen, Black-Scholes, Knapsack: weft vs serial, oneTBB; "
+       "simulated waits", run_kernels, {}},
   };
   return table;
 }
