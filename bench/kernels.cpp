@@ -63,9 +63,9 @@ const row* measure(const config& cfg, report& rep, const wk::options& o, const s
     out.note = note;
     if (o.waits != wk::wait_kind::none) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s%s%ld of %ld leaves waited, %.0f ms of waits for %.0f ms of "
+      std::snprintf(buf, sizeof buf, "%s%s%ld of %ld leaves waited %.2f ms each, %.0f ms of waits for %.0f ms of "
                     "leaf compute (last run)", note.c_str(), note.empty() ? "" : "; ", r.waits,
-                    r.leaves, r.wait_seconds * 1e3, r.compute_seconds * 1e3);
+                    r.leaves, r.calibrated_wait_seconds * 1e3, r.wait_seconds * 1e3, r.compute_seconds * 1e3);
       out.note = buf;
     }
     if (!r.ok) {

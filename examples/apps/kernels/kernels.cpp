@@ -34,6 +34,7 @@ struct wait_state {
   double ratio = 1.0;
   int every = 8;
   std::uint64_t seed = 0;
+  std::chrono::nanoseconds wait{0};  // the wait of a waiting leaf
   // Relaxed counters: tickets and statistics only. No data is published
   // through them; they are read after the run, which the runtime's join (or
   // the arena's wait) orders after every leaf.
@@ -50,7 +51,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
   return x ^ (x >> 31);
 }
 
-// Runs one leaf; with waits on, times it and maybe waits afterwards.
+// Runs one leaf; with a wait_state, times it and counts it, and with waits
+// on, one leaf in `every` then waits for `wait` (every x the calibrated mean
+// wait per leaf).
 template <class F>
 inline void leaf(wait_state* w, F&& f) {
   if (w == nullptr) {
@@ -63,15 +66,15 @@ inline void leaf(wait_state* w, F&& f) {
   w->compute_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(compute).count(),
                           std::memory_order_relaxed);
   long ticket = w->tickets.fetch_add(1, std::memory_order_relaxed);
-  if (mix(static_cast<std::uint64_t>(ticket) ^ w->seed) % static_cast<std::uint64_t>(w->every) != 0)
+  if (w->kind == wait_kind::none ||
+      mix(static_cast<std::uint64_t>(ticket) ^ w->seed) % static_cast<std::uint64_t>(w->every) != 0)
     return;
-  auto d = std::chrono::duration_cast<std::chrono::nanoseconds>(compute * (w->ratio * w->every));
   w->waits.fetch_add(1, std::memory_order_relaxed);
-  w->wait_ns.fetch_add(d.count(), std::memory_order_relaxed);
+  w->wait_ns.fetch_add(w->wait.count(), std::memory_order_relaxed);
   if (w->kind == wait_kind::weft_sleep)
-    weft::this_task::sleep_for(d);
+    weft::this_task::sleep_for(w->wait);
   else
-    std::this_thread::sleep_for(d);
+    std::this_thread::sleep_for(w->wait);
 }
 
 // ---------------------------------------------------------------------------
@@ -525,15 +528,42 @@ results run_with(const options& o, long n, Exec&& exec) {
   ws.seed = mix(o.seed ^ 0xfeed);
   wait_state* wp = o.waits == wait_kind::none ? nullptr : &ws;
   char buf[256];
+  // With waits: two first (untimed) runs without waits count the leaves and
+  // their compute time; a waiting leaf then waits
+  // every x ratio x the mean leaf compute time, the same for every leaf, so
+  // that the waits total about ratio x the compute time in every run
+  // whatever the load of the machine during the timed runs.
+  bool calibrating = wp != nullptr;
 
   // exec(policy_fn) runs policy_fn(policy) on the chosen implementation and
   // returns its wall time in seconds.
+  auto reset = [&ws] {
+    ws.tickets.store(0, std::memory_order_relaxed);
+    ws.waits.store(0, std::memory_order_relaxed);
+    ws.wait_ns.store(0, std::memory_order_relaxed);
+    ws.compute_ns.store(0, std::memory_order_relaxed);
+  };
   auto timed = [&](auto&& body) {
+    if (calibrating) {
+      // Two runs, the smaller mean: the first run is cold (page faults,
+      // caches) and a loaded machine can stretch either.
+      ws.kind = wait_kind::none;
+      double mean_ns = 0;
+      for (int c = 0; c < 2; ++c) {
+        reset();
+        body(wp);
+        const long leaves = std::max(1L, ws.tickets.load(std::memory_order_relaxed));
+        const double m = static_cast<double>(ws.compute_ns.load(std::memory_order_relaxed)) /
+                         static_cast<double>(leaves);
+        mean_ns = c == 0 ? m : std::min(mean_ns, m);
+      }
+      calibrating = false;
+      ws.wait = std::chrono::nanoseconds(static_cast<long long>(mean_ns * o.wait_ratio * o.wait_every));
+      res.calibrated_wait_seconds = static_cast<double>(ws.wait.count()) * 1e-9;
+      ws.kind = o.waits;
+    }
     for (int r = -o.warmup; r < o.reps; ++r) {
-      ws.tickets.store(0, std::memory_order_relaxed);
-      ws.waits.store(0, std::memory_order_relaxed);
-      ws.wait_ns.store(0, std::memory_order_relaxed);
-      ws.compute_ns.store(0, std::memory_order_relaxed);
+      reset();
       double s = body(wp);
       if (r >= 0) res.seconds.push_back(s);
     }

@@ -9,10 +9,11 @@
 // difference between them is the cost of the fork-join machinery.
 //
 // Figure 7's perturbation: leaves may wait after computing ("simulated network
-// dependencies"). One leaf in `wait_every` (chosen by a hash of a leaf ticket,
-// so pseudo-randomly) waits for wait_every x wait_ratio x its own measured
-// compute time, so that over the run the waits total wait_ratio x the compute
-// time (ratio 1: half of the CPU time, as in the paper). The wait is either
+// dependencies"). Two first, untimed runs without waits measure the mean
+// compute time of a leaf; then one leaf in `wait_every` (chosen by a hash of
+// a leaf ticket, so pseudo-randomly) waits, after computing, for wait_every x
+// wait_ratio x that mean, so that over a run the waits total about wait_ratio
+// x the compute time (ratio 1: half of the CPU time, as in the paper). The wait is either
 // weft::this_task::sleep_for (the task suspends, its worker runs other work)
 // or std::this_thread::sleep_for (the worker thread blocks).
 #pragma once
@@ -73,6 +74,7 @@ struct results {
   long waits = 0;               // simulated waits (last run)
   double wait_seconds = 0;      // requested simulated wait time (last run)
   double compute_seconds = 0;   // leaf compute time, summed (last run, with waits)
+  double calibrated_wait_seconds = 0;  // the wait of one waiting leaf
   double median() const;
 };
 

@@ -39,8 +39,9 @@ void usage(FILE* out) {
                "                   Default: none\n"
                "  --wait-ratio R   total wait time / total leaf compute time (default: 1, i.e.\n"
                "                   waits are half of the CPU time, as in the paper)\n"
-               "  --wait-every K   one leaf in K (pseudo-random) waits, for K x R x its own\n"
-               "                   compute time (default: 8)\n"
+               "  --wait-every K   one leaf in K (pseudo-random) waits, for K x R x the mean\n"
+               "                   compute time of a leaf, measured by two first untimed runs\n"
+               "                   without waits (default: 8)\n"
                "  --reps N         timed runs per kernel and impl; the median is printed (default: 3)\n"
                "  --warmup N       untimed runs before them (default: 1)\n"
                "  --seed S         input data and waiting leaves (default: 42)\n"
@@ -210,9 +211,10 @@ int main(int argc, char** argv) {
                     o.size, to_string(m), workers.c_str(), med, r.seconds.size(),
                     r.ok ? "OK" : "WRONG", r.check.c_str());
         if (o.waits != wait_kind::none)
-          std::printf("%-12s   simulated waits (%s): %ld of %ld leaves waited %.3f s in all; leaf "
-                      "compute %.3f s (last run)\n",
-                      "", to_string(o.waits), r.waits, r.leaves, r.wait_seconds, r.compute_seconds);
+          std::printf("%-12s   simulated waits (%s): %ld of %ld leaves waited %.3f ms each, %.3f s in "
+                      "all; leaf compute %.3f s (last run)\n",
+                      "", to_string(o.waits), r.waits, r.leaves, r.calibrated_wait_seconds * 1e3,
+                      r.wait_seconds, r.compute_seconds);
       }
     }
     if (!json && o.waits == wait_kind::none && weft_s > 0) {
