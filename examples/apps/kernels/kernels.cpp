@@ -2,6 +2,8 @@
 // policies (serial elision, weft, oneTBB). See kernels.hpp.
 #include "kernels.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +27,11 @@ namespace weft_kernels {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+struct timing {
+  double wall;  // seconds
+  double cpu;   // seconds of CPU time of the thread running the root
+};
 
 // ---------------------------------------------------------------------------
 // Simulated waits (Figure 7).
@@ -504,6 +511,30 @@ struct knap_search {
   }
 };
 
+// CPU time of the calling thread: the thread that runs the root of the
+// kernel (the caller, weft's worker, the arena's master), where all of the
+// work runs on one worker. Other threads' time (an earlier arena's threads
+// spinning down, a runtime's timer) does not count.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Wall and thread CPU time from construction to elapsed() (on one thread).
+class stopwatch {
+ public:
+  stopwatch() : wall0_(clock_type::now()), cpu0_(thread_cpu_seconds()) {}
+  timing elapsed() const {
+    return {std::chrono::duration<double>(clock_type::now() - wall0_).count(),
+            thread_cpu_seconds() - cpu0_};
+  }
+
+ private:
+  clock_type::time_point wall0_;
+  double cpu0_;
+};
+
 // ---------------------------------------------------------------------------
 // One kernel, one policy: timed runs and checks.
 
@@ -533,10 +564,14 @@ results run_with(const options& o, long n, Exec&& exec) {
   // every x ratio x the mean leaf compute time, the same for every leaf, so
   // that the waits total about ratio x the compute time in every run
   // whatever the load of the machine during the timed runs.
-  bool calibrating = wp != nullptr;
+  bool calibrating = wp != nullptr && o.leaf_wait_seconds <= 0;
+  if (wp != nullptr && !calibrating) {
+    ws.wait = std::chrono::nanoseconds(static_cast<long long>(o.leaf_wait_seconds * 1e9));
+    res.calibrated_wait_seconds = o.leaf_wait_seconds;
+  }
 
   // exec(policy_fn) runs policy_fn(policy) on the chosen implementation and
-  // returns its wall time in seconds.
+  // returns its wall and CPU time (timing).
   auto reset = [&ws] {
     ws.tickets.store(0, std::memory_order_relaxed);
     ws.waits.store(0, std::memory_order_relaxed);
@@ -564,8 +599,11 @@ results run_with(const options& o, long n, Exec&& exec) {
     }
     for (int r = -o.warmup; r < o.reps; ++r) {
       reset();
-      double s = body(wp);
-      if (r >= 0) res.seconds.push_back(s);
+      timing s = body(wp);
+      if (r >= 0) {
+        res.seconds.push_back(s.wall);
+        res.cpu_seconds.push_back(s.cpu);
+      }
     }
   };
 
@@ -575,7 +613,7 @@ results run_with(const options& o, long n, Exec&& exec) {
       std::vector<double> f;
       timed([&](wait_state* w) {
         f = in.a;
-        double s = exec(w, [&](const auto& p) { lu(p, view{f.data(), n}, n); });
+        timing s = exec(w, [&](const auto& p) { lu(p, view{f.data(), n}, n); });
         acc.add(lu_error(in, f, o.seed), 1e-12);
         return s;
       });
@@ -588,7 +626,7 @@ results run_with(const options& o, long n, Exec&& exec) {
       std::vector<double> c;
       timed([&](wait_state* w) {
         c.assign(static_cast<std::size_t>(n * n), std::nan(""));
-        double s = exec(w, [&](const auto& p) {
+        timing s = exec(w, [&](const auto& p) {
           strassen(p, view{c.data(), n}, view{a.data(), n}, view{b.data(), n}, n);
         });
         acc.add(strassen_error(n, a, b, c, o.seed), 1e-12);
@@ -611,7 +649,7 @@ results run_with(const options& o, long n, Exec&& exec) {
       timed([&](wait_state* w) {
         call.assign(static_cast<std::size_t>(n), std::nan(""));
         put.assign(static_cast<std::size_t>(n), std::nan(""));
-        double s = exec(w, [&](const auto& p) { blackscholes(p, in, call, put); });
+        timing s = exec(w, [&](const auto& p) { blackscholes(p, in, call, put); });
         for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
           // Put-call parity: C - P = S - K exp(-r T).
           const double parity = in.s[i] - in.k[i] * std::exp(-in.r[i] * in.t[i]);
@@ -634,7 +672,7 @@ results run_with(const options& o, long n, Exec&& exec) {
       bool all_right = true;
       timed([&](wait_state* w) {
         knap_search ks{prob.items.data(), n, {}};
-        double s = exec(w, [&](const auto& p) { got = ks.search(p, 0, prob.capacity, 0); });
+        timing s = exec(w, [&](const auto& p) { got = ks.search(p, 0, prob.capacity, 0); });
         if (got != expected) all_right = false;
         return s;
       });
@@ -651,10 +689,6 @@ results run_with(const options& o, long n, Exec&& exec) {
   res.wait_seconds = static_cast<double>(ws.wait_ns.load(std::memory_order_relaxed)) * 1e-9;
   res.compute_seconds = static_cast<double>(ws.compute_ns.load(std::memory_order_relaxed)) * 1e-9;
   return res;
-}
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
 }  // namespace
@@ -722,8 +756,8 @@ long quick_size(kernel k) {
   switch (k) {
     case kernel::lu: return 512;
     case kernel::strassen: return 512;
-    case kernel::blackscholes: return 500'000;
-    case kernel::knapsack: return 24;
+    case kernel::blackscholes: return 250'000;
+    case kernel::knapsack: return 23;
   }
   return 0;
 }
@@ -771,6 +805,8 @@ results run(const options& o) {
   if (o.how != impl::serial && (o.workers < 1 || o.workers > 1024))
     throw std::invalid_argument("workers must be in 1 ... 1024");
   if (o.waits != wait_kind::none) {
+    if (!(o.leaf_wait_seconds >= 0 && o.leaf_wait_seconds <= 10))
+      throw std::invalid_argument("leaf wait must be in [0, 10] s");
     if (!(o.wait_ratio > 0 && o.wait_ratio <= 100))
       throw std::invalid_argument("wait ratio must be in (0, 100]");
     if (o.wait_every < 1 || o.wait_every > 1'000'000)
@@ -784,17 +820,17 @@ results run(const options& o) {
   switch (o.how) {
     case impl::serial:
       return run_with(o, n, [](wait_state* w, auto&& body) {
-        auto t0 = clock_type::now();
+        stopwatch sw;
         body(serial_policy{w});
-        return seconds_since(t0);
+        return sw.elapsed();
       });
     case impl::weft: {
       weft::runtime rt{weft::options{.workers = o.workers}};
       return run_with(o, n, [&rt](wait_state* w, auto&& body) {
         return rt.run([&] {
-          auto t0 = clock_type::now();
+          stopwatch sw;
           body(weft_policy{w});
-          return seconds_since(t0);
+          return sw.elapsed();
         });
       });
     }
@@ -802,11 +838,11 @@ results run(const options& o) {
 #if WEFT_KERNELS_HAVE_TBB
       tbb::task_arena arena(static_cast<int>(o.workers));
       return run_with(o, n, [&arena](wait_state* w, auto&& body) {
-        double s = 0;
+        timing s{};
         arena.execute([&] {
-          auto t0 = clock_type::now();
+          stopwatch sw;
           body(tbb_policy{w});
-          s = seconds_since(t0);
+          s = sw.elapsed();
         });
         return s;
       });

@@ -61,6 +61,10 @@ struct options {
   wait_kind waits = wait_kind::none;
   double wait_ratio = 1.0;  // total simulated wait / total leaf compute time
   int wait_every = 8;       // one leaf in wait_every waits
+  // The wait of a waiting leaf, seconds; 0: calibrated by two first untimed
+  // runs without waits (wait_every x wait_ratio x their mean leaf compute
+  // time). A caller running many single runs calibrates once and passes it.
+  double leaf_wait_seconds = 0;
   std::uint64_t seed = 42;  // input data and the choice of waiting leaves
   int reps = 1;             // timed runs, each on a fresh copy of the input
   int warmup = 0;           // untimed runs before them
@@ -68,6 +72,10 @@ struct options {
 
 struct results {
   std::vector<double> seconds;  // wall time of each timed run (kernel only)
+  // CPU time of the thread running the kernel's root during each timed run:
+  // serial and on one worker the whole work's CPU time, which a loaded
+  // machine stretches less than the wall time. On more workers only a part.
+  std::vector<double> cpu_seconds;
   bool ok = false;              // every run's result passed its check
   std::string check;            // what was checked and the worst error seen
   long leaves = 0;              // leaves run (last run)
