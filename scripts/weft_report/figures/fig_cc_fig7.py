@@ -38,8 +38,9 @@ def render(fig):
     fig.text(
         "Figure 7 of Concurrent Cilk injects simulated network waits into the parallel "
         "regions of the same kernels: one leaf in 8 (pseudo-random) waits after computing, "
-        "for 8x its own compute time, so that the waits total the compute time (half of the "
-        "CPU time, as the paper's perturbations). With `weft::this_task::sleep_for` the "
+        "for 8x the mean compute time of a leaf (calibrated once per kernel by two unperturbed "
+        "runs), so that the waits total about the compute time (half of the CPU time, as the "
+        "paper's perturbations). With `weft::this_task::sleep_for` the "
         "waiting task suspends and its worker runs other leaves (the paper's `cilk_sleep`); "
         "with `std::this_thread::sleep_for` the worker thread blocks (the paper's `sleep`). "
         "If the waits are fully hidden the first takes the unperturbed time "
