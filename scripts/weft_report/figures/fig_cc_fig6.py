@@ -120,5 +120,27 @@ def render(fig):
         ax.legend(fontsize="small")
         fig.save(f, "Median time of each kernel relative to its serial elision, weft fork-join and "
                     "oneTBB at 1 and 2 workers (dashed: serial; dotted: perfect 2-worker speedup).")
+    # Plot: the 1-worker ratios in CPU time (steadier on a loaded machine).
+    cpu = {}
+    for k in KERNELS:
+        for label, pat in (("weft / serial", r"^%s weft 1 worker / serial \(CPU time\)$"),
+                           ("weft / oneTBB", r"^%s weft / oneTBB \(CPU time\)$")):
+            r = [x for x in fig.rows(section="^kernels$", name=pat % k) if x.ok]
+            cpu.setdefault(label, []).append(r[0].value if r else float("nan"))
+    if any(not math.isnan(v) for vals in cpu.values() for v in vals):
+        f, ax = fig.plot()
+        width = 0.35
+        for i, (label, vals) in enumerate(cpu.items()):
+            ax.bar([j + (i - 0.5) * width for j in range(len(KERNELS))],
+                   [0 if math.isnan(v) else v for v in vals], width, label=label + ", 1 worker")
+        ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        ax.axhline(1.1, color="gray", linewidth=0.6, linestyle=":")
+        ax.set_xticks(range(len(KERNELS)))
+        ax.set_xticklabels(KERNELS)
+        ax.set_ylabel("CPU-time ratio (lower is better)")
+        ax.set_title("One worker, CPU time of the thread running the work")
+        ax.legend(fontsize="small")
+        fig.save(f, "weft on one worker against the serial elision and against oneTBB on one "
+                    "thread, in CPU time (dashed: equal; dotted: the 1.1x goal).")
     fig.rows_table([r for r in rows if not r.name.startswith(tuple(
         "%s weft + " % k for k in KERNELS)) and "sleep" not in r.name])
