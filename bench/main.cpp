@@ -66,6 +66,8 @@ const std::vector<section>& sections() {
        run_fmm, {}},
       {"proxy", "caching proxy server, four priority levels (I-Cilk Fig 7): APS vs oblivious",
        run_proxy, {}},
+      {"kernels", "Cilk kernels LU, Strassen, Black-Scholes, Knapsack: weft vs serial, oneTBB; "
+       "simulated waits", run_kernels, {}},
   };
   return table;
 }
