@@ -676,16 +676,31 @@ void measure_break_even(const config& cfg0, report& rep, const mr_shape& shape,
       r.unit = "ms";
       const std::string work = "one item's work w = " + fmt("%.3g ms", w_item * 1e3) +
                                "; paper: ~7 ms with w ~6.6 ms (fib(30)/b25, 32.87 s / 5000)";
+      // A sweep whose ratios all stay near 1 has no clear break-even: its
+      // crossing is the noise of the machine (a loaded machine gives the 2P
+      // threads no spare CPU), say so.
+      double lo = INFINITY, hi = -INFINITY;
+      for (double x : ratios[k])
+        if (!std::isnan(x)) {
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
+      const bool flat = lo >= 0.85 && hi <= 1.0 / 0.85;
+      std::string flat_note = flat ? "flat: every ratio within " + fmt("%.3g", lo) + "-" +
+                                         fmt("%.3g", hi) + ", no clear break-even; "
+                                   : "";
       switch (be.where) {
         case break_even::kind::found:
           r.value = be.latency;
-          r.note = "L*/w = " + fmt("%.3g", be.latency / (w_item * 1e3)) + "; " + work;
+          r.note = flat_note + "L*/w = " + fmt("%.3g", be.latency / (w_item * 1e3)) + "; " + work;
           break;
         case break_even::kind::below:
-          r.note = "n/a: the futures win already at " + fmt("%.3g ms", be.latency) + "; " + work;
+          r.note = "n/a: the futures win already at " + fmt("%.3g ms", be.latency) + "; " +
+                   flat_note + work;
           break;
         case break_even::kind::above:
-          r.note = "n/a: blocking 2P still wins at " + fmt("%.3g ms", be.latency) + "; " + work;
+          r.note = "n/a: blocking 2P still wins at " + fmt("%.3g ms", be.latency) + "; " +
+                   flat_note + work;
           break;
         case break_even::kind::none:
           r.note = "n/a (not measured)";

@@ -1,5 +1,5 @@
 // The oversubscription break-even latency of weft-bench's io.scale part
-// (bench/io_breakeven.hpp): the crossing of T(futures) / T(blocking 2P)
+// (bench/io_breakeven.hpp): the last crossing of T(futures) / T(blocking 2P)
 // through 1 over a latency sweep, interpolated in log-log.
 #include <gtest/gtest.h>
 
@@ -32,11 +32,16 @@ TEST(IoBreakEven, ExactlyOneIsTheCrossing) {
   EXPECT_NEAR(be.latency, 5.0, 1e-9);
 }
 
-TEST(IoBreakEven, FirstCrossingWinsOverLaterNoise) {
-  // Back above 1 at 10 ms (noise): the first crossing, at 2 ms, is reported.
-  const break_even be = find_break_even({1, 2, 5, 10}, {1.5, 1.0, 0.8, 1.1});
+TEST(IoBreakEven, TheLastCrossingCounts) {
+  // Below 1 at 2 ms (noise), above again at 4 ms: the futures win from the
+  // crossing between 4 and 8 ms on. log r goes from log 1.2 to log 0.5 there.
+  const break_even be = find_break_even({1, 2, 4, 8}, {1.5, 0.9, 1.2, 0.5});
   EXPECT_EQ(be.where, break_even::kind::found);
-  EXPECT_NEAR(be.latency, 2.0, 1e-9);
+  const double t = std::log(1.2) / (std::log(1.2) - std::log(0.5));
+  EXPECT_NEAR(be.latency, 4.0 * std::pow(2.0, t), 1e-9);
+  // Above 1 at the last latency: the threads still win there.
+  EXPECT_EQ(find_break_even({1, 2, 5, 10}, {1.5, 1.0, 0.8, 1.1}).where,
+            break_even::kind::above);
 }
 
 TEST(IoBreakEven, BelowAndAboveTheSweep) {

@@ -164,9 +164,11 @@ def render(fig):
                           r.name.split(", ", 1)[-1].replace(" vs blocking 2P", ""),
                           r.params.split(", ", 1)[-1]),
                       "about 7 ms (item 6.6 ms: L*/w ~1.1), all P",
-                      (fmt(r.value, "ms") + " (item %s ms: L*/w %s)" % (
+                      ((fmt(r.value, "ms") + " (item %s ms: L*/w %s)" % (
                           fmt(w), fmt(r.value / w) if w == w else "n/a"))
-                      if r.ok else (r.note.split(";")[0] if r.note else "n/a")])
+                       if r.ok else (r.note.split(";")[0] if r.note else "n/a"))
+                      + (" — flat sweep, every ratio near 1: noise, no clear break-even"
+                         if "flat:" in r.note else "")])
     fig.table(["what", "paper", "weft (this run)"], table)
 
     # --- the break-even sweep
@@ -177,8 +179,8 @@ def render(fig):
             "outperforms the oversubscription strategy at a latency of 7 milliseconds or "
             "higher for all P\"): the paper's item (fib(30)/b25) on fewer connections, I/O "
             "futures on P workers against blocking reads on 2P threads, the time ratio of "
-            "paired rounds per latency; the break-even is where it crosses 1 (interpolated "
-            "in log-log). Why it exists: with L below one item's work w, the two threads of "
+            "paired rounds per latency; the break-even is the latency from which on the "
+            "futures win (the last crossing of 1, interpolated in log-log). Why it exists: with L below one item's work w, the two threads of "
             "a core keep it busy between them, and in the paper they run on the core's two "
             "hyperthreads while Cilk-L's worker has one. The configuration \"1 worker, 2 "
             "threads on 2 CPUs\" gives the blocking threads that spare hardware context, as "
