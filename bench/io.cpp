@@ -9,6 +9,10 @@
 //                requests against a thread-per-client server
 //   latency      a 64-byte round trip, weft I/O futures against blocking
 //                system calls on two threads
+//   scale        Cilk-L Figure 2 / LHWS Figure 11 at the papers' scale: 5,000
+//                connections, L = 1-500 ms, P = 1-8, speedup over the
+//                blocking T1; the oversubscription break-even latency
+// Each is a part: `--only io.scale` runs one (main.cpp's section table).
 //
 // This file holds the helpers the three benchmark files share and run_io.
 #include <sys/resource.h>
@@ -19,6 +23,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 
 #include <weft/io.hpp>
@@ -196,9 +201,12 @@ void add_paired_ratio(report& rep, const std::string& name, const std::string& p
 
 void run_io(const config& cfg, report& rep) {
   raise_fd_limit();
-  run_io_mapreduce(cfg, rep);
-  run_io_server(cfg, rep);
-  run_io_latency(cfg, rep);
+  // The parts (main.cpp's table): `--only io` runs them all, io.PART one.
+  auto part = [&](const char* p) { return cfg.wants("io") || cfg.wants(std::string("io.") + p); };
+  if (part("mapreduce")) run_io_mapreduce(cfg, rep);
+  if (part("server")) run_io_server(cfg, rep);
+  if (part("latency")) run_io_latency(cfg, rep);
+  if (part("scale")) run_io_scale(cfg, rep);
 }
 
 }  // namespace weft_bench

@@ -20,6 +20,8 @@ namespace weft_bench {
 void run_io_mapreduce(const config& cfg, report& rep);  // io_mapreduce.cpp
 void run_io_server(const config& cfg, report& rep);     // io_server.cpp
 void run_io_latency(const config& cfg, report& rep);    // io_latency.cpp
+// The papers' scale: 5,000 connections, P = 1..8, the break-even (io_mapreduce.cpp).
+void run_io_scale(const config& cfg, report& rep);
 
 // Doubly recursive fib, out of line so every variant runs the same code.
 std::uint64_t io_fib_serial(int n);

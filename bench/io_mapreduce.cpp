@@ -30,6 +30,7 @@
 // Each variant has its own runtime; the variants of one figure are timed in
 // interleaved rounds (io.cpp), ratios are medians of per-round ratios. Each
 // row's note gives the median CPU time of the whole process as well.
+#include <sched.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,7 @@
 #include <weft/weft.hpp>
 
 #include "bench.hpp"
+#include "io_breakeven.hpp"
 #include "io_common.hpp"
 #include "stats.hpp"
 
@@ -421,7 +423,318 @@ void measure_breakdown(const config& cfg, report& rep, const mr_shape& shape, un
   }
 }
 
+// --- the papers' scale (part io.scale): Cilk-L Figure 2 and LHWS Figure 11
+//
+// 5,000 connections, latencies 1/50/100/500 ms, P = 1, 2, 4, 8 workers; the
+// speedup of every variant over the blocking variant on one worker (Cilk-F's
+// T1), as the papers plot it. And the oversubscription break-even: the
+// latency at which I/O futures on P workers cost what blocking reads on 2P
+// threads cost (Cilk-L: about 7 ms), from a sweep of latencies.
+
+// Pins the threads created while it lives (a runtime's workers inherit the
+// mask of the thread that creates them) to the first `cpus` CPUs this
+// process may use; restores the calling thread's mask at the end. No-op
+// when cpus is 0 or not below the CPUs available (nothing to restrict).
+class pin_scope {
+ public:
+  explicit pin_scope(unsigned cpus) {
+    if (cpus == 0 || ::sched_getaffinity(0, sizeof saved_, &saved_) != 0) return;
+    if (static_cast<unsigned>(CPU_COUNT(&saved_)) <= cpus) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    unsigned taken = 0;
+    for (int c = 0; c < CPU_SETSIZE && taken < cpus; ++c) {
+      if (!CPU_ISSET(c, &saved_)) continue;
+      CPU_SET(c, &set);
+      ++taken;
+    }
+    active_ = ::sched_setaffinity(0, sizeof set, &set) == 0;
+  }
+  ~pin_scope() {
+    if (active_) ::sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  pin_scope(const pin_scope&) = delete;
+  pin_scope& operator=(const pin_scope&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  cpu_set_t saved_{};
+  bool active_ = false;
+};
+
+
+// The paper's variant names, for the notes.
+const char* paper_name(const mr_variant& v) {
+  if (v.run.latency_us == 0) return "Ideal";
+  if (v.opts.io == weft::io_backend::blocking) return nullptr;  // set by the caller
+  if (v.opts.io == weft::io_backend::epoll_threads) return "Cilk-L's mechanism";
+  return v.opts.policy == weft::steal_policy::parsimonious ? "ParWS (LHWS)" : "Cilk-L (ProWS)";
+}
+
+// Blocking reads on `workers` threads take about ceil(N/workers) x L: the
+// scale points measure them on a part of the tree, `workers` x k items with
+// k leaves per thread (about `budget` seconds), and scale the time by N over
+// those items. Returns the number of items measured.
+unsigned long blocking_items(unsigned long n, unsigned workers, long latency_us, double budget) {
+  const double l = latency_us * 1e-6;
+  const auto per_thread = static_cast<unsigned long>(std::max(2.0, std::round(budget / l)));
+  const unsigned long k = std::min(per_thread, std::max(1ul, n / workers));
+  return std::min(n, k * workers);
+}
+
+void measure_scale(const config& cfg0, report& rep, const mr_shape& shape,
+                   const std::vector<long>& latencies_us, const std::vector<unsigned>& workers,
+                   double budget) {
+  const unsigned cpus = online_cpus();
+  const std::string sh = shape_string(shape);
+  using weft::io_backend;
+  using weft::steal_policy;
+  for (long latency_us : latencies_us) {
+    // Few repetitions for the long points (the 500 ms runs dominate).
+    config cfg = cfg0;
+    cfg.reps = std::min(cfg0.reps, cfg0.quick ? 2 : 3);
+    const std::string lat = latency_string(latency_us);
+    double t1_blocking = NAN;  // the blocking variant on one worker, all N items
+    for (unsigned P : workers) {
+      // Not pinned: the P workers share the machine's CPUs with everything
+      // else; with P = 1 the blocking 2P variant's two threads get the two
+      // CPUs, as Cilk-F (O) gets a core's two hyperthreads in the paper.
+      const std::string params = sh + " " + lat + ", " + workers_param(P);
+      watchdog_scope wd("io: scale " + params, std::chrono::seconds(cfg.quick ? 180 : 600));
+      const unsigned long nb1 = blocking_items(shape.items, P, latency_us, budget);
+      const unsigned long nb2 = blocking_items(shape.items, 2 * P, latency_us, budget);
+      const mr_shape part1{nb1, shape.n, shape.base}, part2{nb2, shape.n, shape.base};
+      std::vector<mr_variant> specs = {
+          {"scale Ideal (zero latency, read())", io_options(P, io_backend::epoll),
+           {shape, 0, leaf_read::plain, false}},
+          {"scale blocking read, P workers", io_options(P, io_backend::blocking),
+           {part1, latency_us, leaf_read::future, false}},
+          {"scale blocking read, 2P workers", io_options(2 * P, io_backend::blocking),
+           {part2, latency_us, leaf_read::future, false}},
+      };
+      for (io_backend b : {io_backend::epoll, io_backend::io_uring})
+        for (steal_policy p : {steal_policy::proactive, steal_policy::parsimonious})
+          specs.push_back({std::string("scale I/O futures, ") + backend_label(b) + " " +
+                               policy_label(p),
+                           io_options(P, b, p), {shape, latency_us, leaf_read::future, true},
+                           b == io_backend::io_uring});
+      std::vector<io_variant> vs;
+      std::vector<std::unique_ptr<weft::runtime>> rts;
+      std::vector<int> idx = measure_group(cfg, specs, vs, rts);
+
+      // Blocking times scaled to the N items.
+      std::vector<double> scale(specs.size(), 1.0);
+      scale[1] = static_cast<double>(shape.items) / static_cast<double>(nb1);
+      scale[2] = static_cast<double>(shape.items) / static_cast<double>(nb2);
+      if (P == 1 && idx[1] >= 0 && vs[static_cast<std::size_t>(idx[1])].ok()) {
+        const io_variant& b = vs[static_cast<std::size_t>(idx[1])];
+        t1_blocking = median(b.samples) * scale[1];
+        row r = make_row("io", "scale blocking T1 (1 worker, the baseline)",
+                         sh + " " + lat, scaled(b.samples, scale[1]), "s");
+        r.note = "Cilk-F's T1: measured on " + std::to_string(nb1) + " of " +
+                 std::to_string(shape.items) + " items, scaled x" + fmt("%.4g", scale[1]) +
+                 " (each leaf holds the worker for L)";
+        rep.add(std::move(r));
+      }
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        const std::string& name = specs[i].name;
+        std::string sname = "scale speedup " + name.substr(std::string("scale ").size());
+        if (idx[i] < 0) {
+          rep.add_missing("io", sname, params, uring_missing_note());
+          continue;
+        }
+        const io_variant& v = vs[static_cast<std::size_t>(idx[i])];
+        if (!v.ok() || std::isnan(t1_blocking)) {
+          row r = io_row(sname, params, v, 1, "x");
+          r.samples.clear();
+          r.value = NAN;
+          if (!r.failed) r.note = "n/a (the blocking T1 was not measured)";
+          rep.add(std::move(r));
+          continue;
+        }
+        std::vector<double> sp;
+        for (double s : v.samples) sp.push_back(t1_blocking / (s * scale[i]));
+        row r = make_row("io", sname, params, sp, "x");
+        r.higher_is_better = true;
+        const char* paper = paper_name(specs[i]);
+        std::string pn = paper ? paper : (i == 1 ? "Cilk-F" : "Cilk-F (O)");
+        r.note = pn + "; T_P " + fmt("%.3g s", median(v.samples) * scale[i]) + ", cpu " +
+                 fmt("%.3g s", median_cpu(v));
+        if (i == 1 || i == 2) {
+          const unsigned long nb = i == 1 ? nb1 : nb2;
+          r.note += "; measured on " + std::to_string(nb) + " of " +
+                    std::to_string(shape.items) + " items, scaled";
+        }
+        if (P > cpus) r.note += "; P > " + std::to_string(cpus) + " cores: oversubscribed";
+        rep.add(std::move(r));
+      }
+      // The papers' claim at high latency: the futures on P workers beat the
+      // OS scheduling 2P blocking threads (Cilk-L: ~2P speedup for Cilk-F (O)
+      // against 9x-313x for Cilk-L at 50 ms).
+      if (latency_us >= 50'000 && idx[2] >= 0 && idx[3] >= 0) {
+        const io_variant& f = vs[static_cast<std::size_t>(idx[3])];
+        const io_variant& b = vs[static_cast<std::size_t>(idx[2])];
+        row r;
+        r.section = "io";
+        r.name = "scale futures epoll ProWS / blocking 2P";
+        r.params = params;
+        r.unit = "x";
+        r.goal = goal_kind::at_most;
+        r.goal_value = 1.0;
+        if (f.ok() && b.ok()) {
+          r.value = median(f.samples) / (median(b.samples) * scale[2]);
+          r.note = "time ratio, blocking scaled to N items";
+        } else {
+          r.note = "n/a (a variant failed)";
+        }
+        rep.add(std::move(r));
+      }
+    }
+  }
+}
+
+// The break-even sweep: the paper's item (fib(30)/b25, ~7 ms on their
+// machine) on fewer connections (the break-even is per connection: about
+// where L equals the work w of one item once N >> 2P, when the 2P threads
+// have twice the hardware contexts of the P workers), I/O futures on P
+// workers against blocking reads on 2P threads, ratios of paired rounds per
+// latency, the crossing interpolated (io_breakeven.hpp).
+// One configuration of the break-even: P workers against 2P blocking
+// threads, both on `cpus` CPUs (0: not pinned, the whole machine).
+struct be_config {
+  unsigned P;
+  unsigned cpus;
+};
+
+void measure_break_even(const config& cfg0, report& rep, const mr_shape& shape,
+                        const std::vector<long>& latencies_us,
+                        const std::vector<be_config>& configs) {
+  const unsigned cpus = online_cpus();
+  const std::string sh = shape_string(shape);
+  config cfg = cfg0;
+  cfg.reps = std::min(cfg0.reps, cfg0.quick ? 2 : 3);
+  using weft::io_backend;
+  const double w_item = serial_fib_seconds(shape.n);  // one item's work
+  struct fut {
+    io_backend b;
+    const char* label;
+  };
+  const std::vector<fut> futs = {{io_backend::epoll, "epoll ProWS"},
+                                 {io_backend::epoll_threads, "epoll_threads ProWS (Cilk-L)"}};
+  for (const be_config& bc : configs) {
+    const unsigned P = bc.P;
+    const unsigned on = bc.cpus == 0 ? cpus : std::min(bc.cpus, cpus);
+    // The paper: Cilk-F (O) runs 2 threads per core, on its 2 hyperthreads,
+    // Cilk-L one worker (and one I/O thread) per core. The spare hardware
+    // contexts are what let the oversubscribed threads win at short
+    // latencies: with P = 1 on 2 CPUs, weft's setting is the paper's.
+    std::string who = workers_param(P) + ", " + std::to_string(2 * P) + " threads on " +
+                      std::to_string(on) + (on == 1 ? " CPU" : " CPUs");
+    if (bc.cpus != 0) {
+      who += " (pinned)";
+      const bool can_pin = pin_scope(bc.cpus).active();
+      if (!can_pin) {
+        for (const fut& f : futs)
+          rep.add_missing("io", std::string("breakeven latency, ") + f.label + " vs blocking 2P",
+                          sh + ", " + who, "n/a (cannot pin to " + std::to_string(bc.cpus) +
+                                               " of the CPUs this process may use)");
+        continue;
+      }
+    }
+    std::vector<std::vector<double>> ratios(futs.size());
+    std::vector<double> lat_ms;
+    for (long latency_us : latencies_us) {
+      const std::string params = sh + " " + latency_string(latency_us) + ", " + who;
+      watchdog_scope wd("io: break-even " + params, std::chrono::seconds(cfg.quick ? 120 : 300));
+      pin_scope pin(bc.cpus);
+      const mr_run blocking{shape, latency_us, leaf_read::future, false};
+      const mr_run futures{shape, latency_us, leaf_read::future, true};
+      std::vector<mr_variant> specs = {
+          {"blocking 2P", io_options(2 * P, io_backend::blocking), blocking}};
+      for (const fut& f : futs)
+        specs.push_back({f.label, io_options(P, f.b), futures});
+      std::vector<io_variant> vs;
+      std::vector<std::unique_ptr<weft::runtime>> rts;
+      measure_group(cfg, specs, vs, rts);
+      lat_ms.push_back(latency_us * 1e-3);
+      for (std::size_t k = 0; k < futs.size(); ++k) {
+        const std::string name = std::string("breakeven futures ") +
+                                 (futs[k].b == io_backend::epoll ? "epoll" : "epoll_threads") +
+                                 " / blocking 2P";
+        ratios[k].push_back(paired_ratio(vs[k + 1], vs[0]));
+        add_paired_ratio(rep, name, params, vs[k + 1], vs[0], goal_kind::none, 0,
+                         "< 1: the futures win; blocking 2P " +
+                             (vs[0].ok() ? fmt("%.3g s", median(vs[0].samples)) : "n/a"));
+      }
+    }
+    for (std::size_t k = 0; k < futs.size(); ++k) {
+      const break_even be = find_break_even(lat_ms, ratios[k]);
+      row r;
+      r.section = "io";
+      r.name = std::string("breakeven latency, ") + futs[k].label + " vs blocking 2P";
+      r.params = sh + ", " + who;
+      r.unit = "ms";
+      const std::string work = "one item's work w = " + fmt("%.3g ms", w_item * 1e3) +
+                               "; paper: ~7 ms with w ~6.6 ms (fib(30)/b25, 32.87 s / 5000)";
+      // A sweep whose ratios all stay near 1 has no clear break-even: its
+      // crossing is the noise of the machine (a loaded machine gives the 2P
+      // threads no spare CPU), say so.
+      double lo = INFINITY, hi = -INFINITY;
+      for (double x : ratios[k])
+        if (!std::isnan(x)) {
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
+      const bool flat = lo >= 0.85 && hi <= 1.0 / 0.85;
+      std::string flat_note = flat ? "flat: every ratio within " + fmt("%.3g", lo) + "-" +
+                                         fmt("%.3g", hi) + ", no clear break-even; "
+                                   : "";
+      switch (be.where) {
+        case break_even::kind::found:
+          r.value = be.latency;
+          r.note = flat_note + "L*/w = " + fmt("%.3g", be.latency / (w_item * 1e3)) + "; " + work;
+          break;
+        case break_even::kind::below:
+          r.note = "n/a: the futures win already at " + fmt("%.3g ms", be.latency) + "; " +
+                   flat_note + work;
+          break;
+        case break_even::kind::above:
+          r.note = "n/a: blocking 2P still wins at " + fmt("%.3g ms", be.latency) + "; " +
+                   flat_note + work;
+          break;
+        case break_even::kind::none:
+          r.note = "n/a (not measured)";
+          break;
+      }
+      rep.add(std::move(r));
+    }
+  }
+}
+
 }  // namespace
+
+void run_io_scale(const config& cfg, report& rep) {
+  // 5,000 connections as in both papers. The item is smaller than the
+  // papers' fib(30)/b25 (~7 ms) so that T1 stays about half a second: the
+  // speedups over the blocking T1 then run higher than the paper's (the
+  // blocking T1 is N x (L + w), the futures' time about L + N x w / P).
+  const mr_shape shape = cfg.quick ? mr_shape{5000, 18, 14} : mr_shape{5000, 21, 15};
+  const std::vector<long> lat = cfg.quick ? std::vector<long>{1000, 50'000}
+                                          : std::vector<long>{1000, 50'000, 100'000, 500'000};
+  const std::vector<unsigned> ps =
+      cfg.quick ? std::vector<unsigned>{1, 2} : std::vector<unsigned>{1, 2, 4, 8};
+  measure_scale(cfg, rep, shape, lat, ps, cfg.quick ? 0.1 : 0.3);
+
+  const mr_shape item = cfg.quick ? mr_shape{32, 30, 25} : mr_shape{64, 30, 25};
+  const std::vector<long> sweep =
+      cfg.quick ? std::vector<long>{500, 2000, 8000, 30'000}
+                : std::vector<long>{100, 500, 1000, 2000, 5000, 10'000, 20'000};
+  // P = 1 on both CPUs (the paper's hardware per core: 2 contexts); full
+  // mode adds P = 1 pinned to one CPU and P = 2 on two: no spare context.
+  measure_break_even(cfg, rep, item, sweep,
+                     cfg.quick ? std::vector<be_config>{{1, 0}}
+                               : std::vector<be_config>{{1, 0}, {1, 1}, {2, 0}});
+}
 
 void run_io_mapreduce(const config& cfg, report& rep) {
   const unsigned P = cfg.workers.back();

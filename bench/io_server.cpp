@@ -1,13 +1,17 @@
 // weft-bench — io: a compute server on loopback TCP (Concurrent Cilk §6.4, Table 3).
 //
 // Protocol: the client sends n (4 bytes), the server answers fib(n) (8 bytes).
-// Two servers, each listening on its own 127.0.0.1 port:
+// Five servers (Table 3's variants), each listening on its own 127.0.0.1 port:
 //   weft      one task accepts with weft::io::accept and spawns a task per
 //             connection; it receives with weft::io::recv, computes fib(n) in
 //             parallel (fork_join down to a serial base case) and answers with
 //             weft::io::send — "conc cilk/cilk" in the paper; one per backend
+//             ("cilk/cilk" on io_backend::blocking: the same tasks, but every
+//             accept/recv/send is the plain system call and blocks its worker)
 //   threads   a thread per connection with blocking recv/send, computing fib(n)
-//             sequentially — the paper's "pthread/seq"
+//             sequentially — the paper's "pthread/seq" — or in parallel with a
+//             std::thread per fork down to the same serial base case — the
+//             paper's "pthread/pthread"
 // The load: C client threads (plain std::threads, blocking sockets, outside
 // any runtime) connect, wait for a common start, then each sends R requests
 // in a closed loop and checks every answer. The time is from the start to the
@@ -21,11 +25,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <latch>
 #include <memory>
 #include <stdexcept>
@@ -160,7 +166,33 @@ long weft_server(int listen_fd, int clients) {
 
 // --- thread-per-client server
 
-long threads_server(int listen_fd, int clients) {
+// fib(n) with a std::thread per fork (pthread/pthread): the thread computes
+// fib(n-1) while this one computes fib(n-2). An exception in the forked
+// thread (its creation failing, say) comes back to the joiner.
+std::uint64_t thread_fib(int n, int base) {
+  if (n < base || n < 2) return io_fib_serial(n);
+  std::uint64_t a = 0;
+  std::exception_ptr err;
+  std::thread t([&a, &err, n, base] {
+    try {
+      a = thread_fib(n - 1, base);
+    } catch (...) {
+      err = std::current_exception();
+    }
+  });
+  std::uint64_t b = 0;
+  try {
+    b = thread_fib(n - 2, base);
+  } catch (...) {
+    t.join();
+    throw;
+  }
+  t.join();
+  if (err) std::rethrow_exception(err);
+  return a + b;
+}
+
+long threads_server(int listen_fd, int clients, bool parallel) {
   std::atomic<long> served{0};
   std::atomic<bool> error{false};
   std::vector<std::thread> ts;
@@ -172,13 +204,13 @@ long threads_server(int listen_fd, int clients) {
     }
     int one = 1;
     ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    ts.emplace_back([c, &served, &error] {
+    ts.emplace_back([c, &served, &error, parallel] {
       fd_closer closer{c};
       try {
         std::int32_t n;
         while (recv_full(c, &n, sizeof n)) {
           if (n < 0 || n > 40) throw std::runtime_error("bad request");
-          std::uint64_t r = io_fib_serial(n);
+          std::uint64_t r = parallel ? thread_fib(n, kBase) : io_fib_serial(n);
           send_full(c, &r, sizeof r);
           served.fetch_add(1, std::memory_order_relaxed);
         }
@@ -279,16 +311,29 @@ void run_io_server(const config& cfg, report& rep) {
   std::string why;
   const bool uring = io_uring_usable(&why);
 
+  // The paper's Table 3 variants, side by side (interleaved rounds). The
+  // last one, pthread/seq, is the denominator of the ratio rows.
   struct server {
     std::string name;
+    const char* paper;                  // Table 3's name
     std::unique_ptr<weft::runtime> rt;  // null: thread per client
+    bool parallel_threads = false;      // thread per client: a thread per fork
+    std::string ratio_name;             // of its row against pthread/seq
+    // Serves 1/divisor of the requests (at least one per client), its time
+    // scaled to all of them (pthread/pthread: a thread per fork is ~40x
+    // slower).
+    long divisor = 1;
+    bool blocking = false;              // weft on io_backend::blocking
     std::unique_ptr<listener> l;
     std::string missing;  // non-empty: not measured
   };
   std::vector<server> servers;
-  for (io_backend b : {io_backend::epoll, io_backend::io_uring}) {
+  for (io_backend b : {io_backend::epoll, io_backend::io_uring, io_backend::blocking}) {
     server s;
     s.name = std::string("server weft ") + backend_label(b) + ", task/client";
+    s.paper = b == io_backend::blocking ? "cilk/cilk" : "conc cilk/cilk";
+    s.blocking = b == io_backend::blocking;
+    s.ratio_name = std::string("server weft ") + backend_label(b) + " / threads (req/s)";
     if (b == io_backend::io_uring && !uring) {
       s.missing = "n/a (io_uring unavailable: " + why + ")";
     } else {
@@ -299,7 +344,18 @@ void run_io_server(const config& cfg, report& rep) {
   }
   {
     server s;
+    s.name = "server thread/client, thread per fork";
+    s.paper = "pthread/pthread";
+    s.parallel_threads = true;
+    s.ratio_name = "server thread per fork / threads (req/s)";
+    s.divisor = cfg.quick ? 32 : 8;
+    s.l = std::make_unique<listener>();
+    servers.push_back(std::move(s));
+  }
+  {
+    server s;
     s.name = "server thread/client, sequential fib";
+    s.paper = "pthread/seq";
     s.l = std::make_unique<listener>();
     servers.push_back(std::move(s));
   }
@@ -325,7 +381,12 @@ void run_io_server(const config& cfg, report& rep) {
         weft::runtime* rt = s.rt.get();
         listener* l = s.l.get();
         const std::int32_t n = w.n;
-        v.run = [rt, l, C, per_client, total, n](double& seconds) {
+        const bool par = s.parallel_threads;
+        const long my_per_client = std::max(1l, per_client / s.divisor);
+        const long my_total = my_per_client * C;
+        const double time_scale = static_cast<double>(total) / static_cast<double>(my_total);
+        v.run = [rt, l, C, per_client = my_per_client, total = my_total, n, par,
+                 time_scale](double& seconds) {
           bool right = false;
           long served = 0;
           if (rt) {
@@ -347,7 +408,7 @@ void run_io_server(const config& cfg, report& rep) {
             std::exception_ptr err;
             std::thread acceptor([&] {
               try {
-                result = threads_server(l->fd, C);
+                result = threads_server(l->fd, C, par);
               } catch (...) {
                 err = std::current_exception();
               }
@@ -366,6 +427,7 @@ void run_io_server(const config& cfg, report& rep) {
           if (served != total)
             throw std::runtime_error("server served " + std::to_string(served) + " of " +
                                      std::to_string(total) + " requests");
+          seconds *= time_scale;  // as if it had served all the requests
           return right;
         };
         idx.push_back(static_cast<int>(vs.size()));
@@ -387,32 +449,47 @@ void run_io_server(const config& cfg, report& rep) {
           std::vector<double> rate;
           for (double s : v.samples) rate.push_back(static_cast<double>(total) / s);
           r.value = median(rate);
-          const std::string who =
-              servers[i].rt ? workers_param(P)
-                            : std::to_string(C) + (C == 1 ? " thread" : " threads");
-          r.note = "best " + fmt("%.0f", max_of(rate)) + " req/s, spread " +
-                   fmt("%.0f%%", 100 * spread(rate)) + ", " + who;
+          std::string who = servers[i].rt
+                                ? workers_param(P)
+                                : std::to_string(C) + (C == 1 ? " thread" : " threads");
+          if (servers[i].parallel_threads) who += " + a thread per fork";
+          r.note = std::string(servers[i].paper) + "; best " + fmt("%.0f", max_of(rate)) +
+                   " req/s, spread " + fmt("%.0f%%", 100 * spread(rate)) + ", " + who;
+          if (servers[i].divisor > 1) {
+            const long part = std::max(1l, per_client / servers[i].divisor) * C;
+            r.note += "; served " + std::to_string(part) + " of the requests, time scaled";
+          }
           r.samples.clear();
         }
         rep.add(std::move(r));
       }
       const int threads_i = idx.back();
       for (std::size_t i = 0; i + 1 < servers.size(); ++i) {
-        std::string name = "server weft " + std::string(i == 0 ? "epoll" : "io_uring") +
-                           " / threads (req/s)";
+        const std::string& name = servers[i].ratio_name;
         if (idx[i] < 0) {
           rep.add_missing("io", name, params, servers[i].missing);
           continue;
         }
-        // Throughput ratio = thread server's time / weft's time (same requests).
-        // Goal (Concurrent Cilk Table 3): one client with large requests gets every
-        // core from weft, but one core from a thread per client.
-        const bool goal = C == 1 && w.n >= 28;
+        // Throughput ratio = thread server's time / this server's time (same
+        // requests). Goal (Concurrent Cilk Table 3): one client with large
+        // requests gets every core from weft's tasks with I/O futures, but one
+        // core from a thread per client.
+        const bool conc = !servers[i].missing.empty() || (servers[i].rt && !servers[i].blocking);
+        const bool goal = conc && C == 1 && w.n >= 28;
+        std::string note = std::string(servers[i].paper) + " / pthread/seq";
+        if (goal) note += "; 1 client uses all P cores in weft, 1 in threads";
         add_paired_ratio(rep, name, params, vs[static_cast<std::size_t>(threads_i)],
                          vs[static_cast<std::size_t>(idx[i])],
-                         goal ? goal_kind::at_least : goal_kind::none, goal ? 1.5 : 0,
-                         goal ? "1 client uses all P cores in weft, 1 in threads" : "");
+                         goal ? goal_kind::at_least : goal_kind::none, goal ? 1.5 : 0, note);
       }
+      // Concurrent Cilk against Cilk with blocking calls (paper: 35 vs 33
+      // req/s for fib(40), 1 client): the I/O futures keep the workers busy.
+      const int block_i = idx[2], epoll_i = idx[0];
+      if (block_i >= 0 && epoll_i >= 0)
+        add_paired_ratio(rep, "server weft epoll / weft blocking (req/s)", params,
+                         vs[static_cast<std::size_t>(block_i)],
+                         vs[static_cast<std::size_t>(epoll_i)], goal_kind::none, 0,
+                         "conc cilk/cilk / cilk/cilk");
     }
   }
 }
