@@ -114,6 +114,7 @@ void run_locks(const config& cfg, report& rep);  // locks.cpp: weft::mutex vs st
 void run_server(const config& cfg, report& rep);  // server.cpp: TCP echo vs Go, Tokio
 void run_compose(const config& cfg, report& rep);  // compose.cpp: when_all fan-in, then chains
 void run_migrate(const config& cfg, report& rep);  // migrate.cpp: std::async vs weft-migrate'd
+void run_email(const config& cfg, report& rep);  // email.cpp: I-Cilk Fig. 6 email client, APS vs oblivious
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);

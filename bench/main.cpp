@@ -58,6 +58,8 @@ const std::vector<section>& sections() {
        run_compose, {}},
       {"migrate", "Smith-Waterman, a future per tile: std::async vs weft-migrate'd vs serial",
        run_migrate, {}},
+      {"email", "I-Cilk Fig. 6: the email client app, APS vs priority-oblivious, 1-30 clients",
+       run_email, {}},
   };
   return table;
 }
