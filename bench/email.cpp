@@ -64,7 +64,7 @@ const double paper_icilk[5][3] = {{46.91, 125.11, 500.72},
 
 void run_email(const config& cfg, report& rep) {
   const unsigned client_counts[] = {1, 4, 10, 30};
-  const int reps = cfg.quick ? std::min(cfg.reps, 3) : cfg.reps;
+  const int reps = cfg.quick ? std::min(cfg.reps, 2) : cfg.reps;
   const int warm = cfg.quick ? 0 : cfg.warmup;
   static const char* mode_name[2] = {"APS", "oblivious"};
   for (unsigned workers : cfg.workers) {
@@ -72,7 +72,7 @@ void run_email(const config& cfg, report& rep) {
       em::options o;
       o.clients = clients;
       o.workers = workers;
-      o.requests = cfg.quick ? std::max(15u, 100u / clients) : std::max(60u, 600u / clients);
+      o.requests = cfg.quick ? std::max(12u, 80u / clients) : std::max(60u, 600u / clients);
       o.warmup = 5;
       char pbuf[128];
       std::snprintf(pbuf, sizeof pbuf, "%u clients x %u requests, %s", clients, o.requests,

@@ -498,8 +498,14 @@ struct server {
         error("verify: cannot list " + b.path);
         continue;
       }
-      std::lock_guard<std::mutex> g(b.m);  // nothing else runs now
-      for (const entry& e : b.entries) {
+      std::vector<entry> entries;
+      {
+        // A copy: the reads below suspend, and a std::mutex must not be held
+        // across a suspension (the task may resume on another thread).
+        std::lock_guard<std::mutex> g(b.m);
+        entries = b.entries;
+      }
+      for (const entry& e : entries) {
         ++res.messages;
         if (e.state == stored::compressed) ++res.compressed;
         std::string name = std::to_string(e.id) + (e.state == stored::plain ? ".txt" : ".z");
