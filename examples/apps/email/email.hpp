@@ -64,7 +64,7 @@ struct results {
   samples print;     // ms: request sent -> message uncompressed and printed
   samples compress;  // ms: check triggers a compress task -> task done (server side)
   std::uint64_t requests = 0;       // measured requests completed (all clients)
-  double seconds = 0;               // wall time of the measured part
+  double seconds = 0;               // clients start -> last completion received
   double throughput = 0;            // requests / s (all requests, warm-up included)
   std::uint64_t messages = 0;       // messages in all mailboxes at the end
   std::uint64_t compressed = 0;     // of which compressed
