@@ -71,6 +71,16 @@ def render(fig):
         "/".join(map(str, workers)) + " worker(s), "
         "and the client threads share the machine's cores with the workers, so absolute "
         "times are not comparable: the APS / oblivious ratios are.")
+    fig.text("How to read it: with one client there is almost no queueing, so neither "
+             "scheduler delays the request loop and the resp ratio is noise around 1 (APS adds "
+             "its master thread). The priorities matter once the clients keep the workers busy "
+             "(4-30 clients): APS keeps the request loop and send fast and lets sort, print and "
+             "compress wait. At 1 worker the least urgent level (the periodic check) may get no "
+             "worker at all during a run, as the paper notes for 120 users; the compress rows "
+             "of APS are then missing (no compress task ran). Throughput is the requests of "
+             "all clients over the time to the last completion; clients wait for each "
+             "acknowledgement, so a slow request loop (oblivious) also lowers it. The machine "
+             "is shared and loaded: the spread columns show how noisy each median is.")
     if failed:
         fig.text("**%d row(s) failed** (wrong mailbox or error): %s" %
                  (len(failed), "; ".join(sorted({r.note for r in failed}))[:400]))
