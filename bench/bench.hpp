@@ -125,6 +125,7 @@ int run_report_script(const std::string& python, const std::string& results_json
                       const std::string& dir);
 void run_proxy(const config& cfg, report& rep);  // proxy.cpp: the caching proxy (I-Cilk Fig 7)
 void run_kernels(const config& cfg, report& rep);  // kernels.cpp: Cilk kernels vs serial, oneTBB
+void run_email(const config& cfg, report& rep);  // email.cpp: I-Cilk Fig. 6 email client, APS vs oblivious
 
 // Hidden entry point of the memory children (`weft-bench --child KIND`).
 int memory_child(const std::string& kind, unsigned workers);

@@ -69,6 +69,8 @@ const std::vector<section>& sections() {
        run_proxy, {}},
       {"kernels", "Cilk kernels LU, Strassen, Black-Scholes, Knapsack: weft vs serial, oneTBB; "
        "simulated waits", run_kernels, {}},
+      {"email", "I-Cilk Fig. 6: the email client app, APS vs priority-oblivious, 1-30 clients",
+       run_email, {}},
   };
   return table;
 }
