@@ -172,8 +172,11 @@ void scheduler::park_worker(worker* w) {
 template <class Policy>
 work_item* scheduler::find_work(worker* w) {
   end_span(w);
-  adopt_assigned_level(w);
+  // Poll before adopting a new level: a completion for an urgent task runs
+  // a quantum that moves this worker (note_level_work), and the move is
+  // adopted here, before this worker takes work of its old level.
   poll_io_if_due(w);
+  adopt_assigned_level(w);
   // The task woken here last (ready_queue) and the own deque's newest item:
   // depth-first. ProWS pops the deque first (a resumed task may adopt its
   // parked deque only in place of an empty one); ParWS resumes first, as
