@@ -126,6 +126,9 @@ void aps_master::loop() {
 }
 
 void aps_master::run_quantum(worker* self) noexcept {
+  // running() is read relaxed by the callers: a thread that saw it set may
+  // in theory lock before start() has filled in the state. Then skip.
+  if (seen_busy_.size() != sched_.worker_count()) return;
   const std::uint64_t now = sched_.now_ns();
   // relaxed: a hint (quantum_if_due); set first, so that workers reaching a
   // boundary meanwhile do not queue up for the lock.
