@@ -14,10 +14,31 @@
 
 namespace weft::detail {
 
-void aps_master::request_early_quantum() noexcept {
-  // relaxed: a hint; a lost request costs at most one quantum.
+aps_master::aps_master(scheduler& s) noexcept
+    : sched_(s),
+      stale_ns_(static_cast<std::uint64_t>(
+                    std::chrono::nanoseconds(s.config().aps_quantum).count()) * 7 / 8) {}
+
+worker* aps_master::calling_worker() const noexcept {
+  worker* w = this_worker();
+  return w && w->sched == &sched_ ? w : nullptr;
+}
+
+void aps_master::request_early_quantum(worker* self) noexcept {
+  if (try_quantum(self)) return;
+  // Another thread runs a quantum whose measurement may have missed the
+  // caller's news: the master runs one more. relaxed: a hint; the
+  // notification (under mutex_) wakes a master about to wait.
   if (early_.exchange(true, std::memory_order_relaxed)) return;  // already asked
+  { lock_guard lock(mutex_); }
   cv_.notify_one();
+}
+
+bool aps_master::try_quantum(worker* self) noexcept {
+  if (!quantum_mutex_.try_lock()) return false;
+  run_quantum(self);
+  quantum_mutex_.unlock();
+  return true;
 }
 
 void aps_master::start() {
@@ -25,6 +46,24 @@ void aps_master::start() {
   if (running_.load(std::memory_order_acquire)) return;
   lock_guard lock(mutex_);
   if (thread_.joinable() || stop_) return;
+  {
+    // The quantum's state, before any thread may run a quantum (running_).
+    lock_guard q(quantum_mutex_);
+    const unsigned P = sched_.worker_count();
+    desire_.assign(priority_levels, 0.0);
+    allot_.assign(priority_levels, 0);
+    desire_[default_priority_level] = P;
+    allot_[default_priority_level] = P;
+    seen_busy_.assign(P, std::vector<std::int64_t>(priority_levels, 0));
+    credited_span_.assign(P, 0);
+    credited_ns_.assign(P, 0);
+    quantum_start_ = sched_.now_ns();
+    // relaxed (both): hints, published with running_ below.
+    due_ns_.store(quantum_start_ + static_cast<std::uint64_t>(std::chrono::nanoseconds(
+                                       sched_.config().aps_quantum).count()),
+                  std::memory_order_relaxed);
+    idle_quanta_.store(0, std::memory_order_relaxed);
+  }
   // Started before the flag is set: if it cannot be, the flag stays false,
   // the caller queues nothing, and the next spawn of a prioritised task tries
   // again.
@@ -44,23 +83,24 @@ void aps_master::stop() noexcept {
   if (master.joinable()) master.join();
 }
 
+// The backup: runs the quantum when no worker did (every worker in a long
+// strand, or all parked), and the early quanta other threads ask for while
+// one runs. While the workers keep the quanta up to date, or nothing happens,
+// it naps 10 ms at a time (an idle runtime is not woken 2,000 times a second,
+// and a busy one does not lose a core's time slices to it).
 void aps_master::loop() {
-  const unsigned P = sched_.worker_count();
-  desire_.assign(priority_levels, 0.0);
-  allot_.assign(priority_levels, 0);
-  desire_[default_priority_level] = P;
-  allot_[default_priority_level] = P;
-  seen_busy_.assign(P, std::vector<std::int64_t>(priority_levels, 0));
-  credited_span_.assign(P, 0);
-  credited_ns_.assign(P, 0);
-  quantum_start_ = sched_.now_ns();
-  idle_quanta_ = 0;
-
+  const auto L = std::chrono::nanoseconds(sched_.config().aps_quantum);
+  unsigned skipped = 0;  // wake-ups in a row that found the quantum done by a worker
   unique_lock lock(mutex_);
   for (;;) {
-    // Sleep one quantum (longer when nothing has happened for a while, so an
-    // idle runtime is not woken 2,000 times a second).
-    auto nap = idle_quanta_ > 20 ? std::chrono::microseconds(10000) : sched_.config().aps_quantum;
+    // The master runs a quantum only when it is overdue by a whole L (the
+    // workers at their boundaries run it before that), or 10 ms at a time
+    // when the workers keep it up to date or nothing happens. relaxed: hints.
+    const bool backup = skipped >= 4 || idle_quanta_.load(std::memory_order_relaxed) > 20;
+    const std::uint64_t due = due_ns_.load(std::memory_order_relaxed);
+    const std::uint64_t now = sched_.now_ns();
+    auto nap = backup ? std::chrono::nanoseconds(std::chrono::milliseconds(10)) : L;
+    if (!backup && due > now) nap += std::chrono::nanoseconds(due - now);
     // As cv_.wait_for with a predicate: until stopped, asked for an
     // early quantum, or the nap is over. relaxed: early_ is a hint.
     const auto wake_at = std::chrono::steady_clock::now() + nap;
@@ -68,22 +108,41 @@ void aps_master::loop() {
            lock.wait_until(cv_, wake_at) != std::cv_status::timeout) {
     }
     if (stop_) return;
-    // relaxed: a hint; a request made between the wait and this store is
-    // served by this quantum, which starts now.
-    early_.store(false, std::memory_order_relaxed);
+    // relaxed: a hint; a request made between the wait and this exchange
+    // is served by this quantum, which starts after it.
+    const bool early = early_.exchange(false, std::memory_order_relaxed);
     lock.unlock();
-
-    const std::uint64_t now = sched_.now_ns();
-    quantum q;
-    q.elapsed = static_cast<double>(std::max<std::uint64_t>(1, now - quantum_start_));
-    quantum_start_ = now;
-    measure(q, now);
-    compute_desires(q);
-    allocate(q);
-    const bool changed = assign();
-    wake(q, changed);
+    // relaxed: a hint (a worker that ran the quantum moved it on).
+    if (!early && sched_.now_ns() < due_ns_.load(std::memory_order_relaxed) +
+                                        static_cast<std::uint64_t>(L.count())) {
+      ++skipped;
+    } else {
+      skipped = 0;
+      lock_guard q(quantum_mutex_);
+      run_quantum(nullptr);
+    }
     lock.lock();
   }
+}
+
+void aps_master::run_quantum(worker* self) noexcept {
+  // running() is read relaxed by the callers: a thread that saw it set may
+  // in theory lock before start() has filled in the state. Then skip.
+  if (seen_busy_.size() != sched_.worker_count()) return;
+  const std::uint64_t now = sched_.now_ns();
+  // relaxed: a hint (quantum_if_due); set first, so that workers reaching a
+  // boundary meanwhile do not queue up for the lock.
+  due_ns_.store(now + static_cast<std::uint64_t>(
+                          std::chrono::nanoseconds(sched_.config().aps_quantum).count()),
+                std::memory_order_relaxed);
+  quantum q;
+  q.elapsed = static_cast<double>(std::max<std::uint64_t>(1, now - quantum_start_));
+  quantum_start_ = now;
+  measure(q, now);
+  compute_desires(q);
+  allocate(q);
+  const bool changed = assign(self);
+  wake(q, changed);
 }
 
 // Busy time per level over the quantum: spans that ended (busy_ns deltas)
@@ -148,24 +207,30 @@ void aps_master::compute_desires(quantum& q) {
     // A level cannot use more workers than there are.
     desire_[l] = std::min(desire_[l], static_cast<double>(P) * rho);
   }
-  idle_quanta_ = q.anything ? 0 : idle_quanta_ + 1;
+  // relaxed: a hint for the master's nap; only the lock holder writes it.
+  idle_quanta_.store(q.anything ? 0 : idle_quanta_.load(std::memory_order_relaxed) + 1,
+                     std::memory_order_relaxed);
 }
 
 // Workers per level, top-down (I-Cilk §5), published as hints.
 void aps_master::allocate(const quantum& q) {
   allot_ = aps::allocate(desire_, q.has_work, sched_.worker_count(), default_priority_level);
-  // relaxed: hints for note_level_spawn/note_level_ready (scheduler.hpp).
-  for (unsigned l = 0; l < priority_levels; ++l)
+  // relaxed: hints for note_level_work.
+  for (unsigned l = 0; l < priority_levels; ++l) {
     allotted_[l].store(allot_[l], std::memory_order_relaxed);
+    starved_[l].store(q.has_work[l] && allot_[l] == 0, std::memory_order_relaxed);
+  }
 }
 
 // Assign workers to seats. A worker in the middle of a strand can only move
 // at its next strand boundary, so: workers running a task keep a seat at
 // their level first, the longest-running strand first (it is the least
 // likely to reach a boundary soon); then the rest, idle workers before
-// working ones and recent strands before old ones, fill what is left.
+// working ones and recent strands before old ones, fill what is left. The
+// worker running the quantum (`self`, if any) is at a boundary: it counts as
+// the most recent strand, the first to move and the last to keep a seat.
 // Returns whether some worker was moved.
-bool aps_master::assign() {
+bool aps_master::assign(worker* self) {
   const unsigned P = sched_.worker_count();
   struct candidate {
     worker* w;
@@ -180,7 +245,7 @@ bool aps_master::assign() {
     // acquire: pairs with begin_span's release store.
     std::uint64_t sp = w->span.load(std::memory_order_acquire);
     static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
-    if (sp) cands.push_back({w, true, static_cast<unsigned>(sp & 7), sp >> 4});
+    if (sp) cands.push_back({w, true, static_cast<unsigned>(sp & 7), w == self ? ~0ull : sp >> 4});
     else cands.push_back({w, false, w->assigned_level.load(std::memory_order_relaxed), 0});
   }
   std::vector<unsigned> seats = allot_;
@@ -222,7 +287,7 @@ bool aps_master::assign() {
   for (std::size_t k = 0; k < P; ++k) {
     worker* w = cands[k].w;
     auto t = static_cast<unsigned>(target[k]);
-    // relaxed: only this thread (the master) writes assigned_level.
+    // relaxed: only the holder of quantum_mutex_ writes assigned_level.
     unsigned prev = w->assigned_level.load(std::memory_order_relaxed);
     if (t == prev) continue;
     // release (both): the flag is stored after the level, so a worker whose

@@ -1,8 +1,18 @@
-// weft — the APS master (I-Cilk §3 and §5): a thread that every quantum L
-// measures each level's utilisation, computes desires (Figure 1), allocates
-// workers top-down, assigns workers to levels and wakes the ones that must
-// move. Workers learn their new level through a flag they check at strand
+// weft — the APS master (I-Cilk §3 and §5): every quantum L it measures each
+// level's utilisation, computes desires (Figure 1), allocates workers
+// top-down, assigns workers to levels and wakes the ones that must move.
+// Workers learn their new level through a flag they check at strand
 // boundaries and between tasks (scheduler_levels.cpp).
+//
+// The quantum is a function any thread may run, under quantum_mutex_: the
+// workers run it themselves at their strand boundaries when it is due
+// (quantum_if_due) and at once when urgent work arrives at a level without a
+// worker or their own level runs dry (request_early_quantum). The master
+// thread is only the backup for when no worker reaches a boundary: when the
+// workers keep the quanta up to date it naps 10 ms at a time. (With a
+// master thread doing every quantum, the master competes with the workers for
+// saturated cores and the OS runs it late: at 1-2 workers an urgent task
+// waited milliseconds for it — docs/priorities.md.)
 #pragma once
 
 #include <atomic>
@@ -23,7 +33,7 @@ struct worker;
 
 class aps_master {
  public:
-  explicit aps_master(scheduler& s) noexcept : sched_(s) {}
+  explicit aps_master(scheduler& s) noexcept;
   aps_master(const aps_master&) = delete;
   aps_master& operator=(const aps_master&) = delete;
 
@@ -35,15 +45,36 @@ class aps_master {
   // relaxed: set once by start; a late view only delays accounting or one
   // early quantum.
   bool running() const noexcept { return running_.load(std::memory_order_relaxed); }
-  // Asks the master for an early quantum (rate-limited by the flag).
-  void request_early_quantum() noexcept;
+  // Runs a quantum now on the calling thread; if another thread is running
+  // one (its measurement may predate the caller's news), asks the master
+  // thread for another. `self`: the calling worker of this runtime, if any;
+  // it is at a strand boundary (or between tasks), so if a worker must
+  // change level it is the one moved first. Call only while running().
+  void request_early_quantum(worker* self) noexcept WEFT_EXCLUDES(quantum_mutex_, mutex_);
   // Work is ready at `level`: if the master runs and gives that level no
-  // worker, ask for an early quantum instead of letting the work wait up to L
+  // worker, run an early quantum instead of letting the work wait up to L
   // (an I/O completion for an urgent handler would otherwise wait out the
-  // quantum). relaxed: both are hints; a stale allotment costs one spurious
-  // quantum or one quantum's delay.
-  void note_level_work(unsigned level) noexcept {
-    if (running() && allotted_[level].load(std::memory_order_relaxed) == 0) request_early_quantum();
+  // quantum) — unless the last quantum already saw work there and gave it
+  // no worker (more urgent levels take them all; another quantum would
+  // decide the same: no storm of quanta from a starved level's spawns).
+  // relaxed: all hints; a stale value costs one spurious quantum or one
+  // quantum's delay.
+  void note_level_work(unsigned level) noexcept WEFT_EXCLUDES(quantum_mutex_, mutex_) {
+    if (running() && allotted_[level].load(std::memory_order_relaxed) == 0 &&
+        !starved_[level].load(std::memory_order_relaxed))
+      request_early_quantum(calling_worker());
+  }
+  // A worker found its level without work (find_work): runs the quantum if
+  // the last one started more than L/8 ago. relaxed: as quantum_if_due.
+  void quantum_if_stale(worker* self, std::uint64_t now) noexcept
+      WEFT_EXCLUDES(quantum_mutex_, mutex_) {
+    if (now + stale_ns_ >= due_ns_.load(std::memory_order_relaxed)) try_quantum(self);
+  }
+  // A worker at a strand boundary read the clock (`now`, scheduler::now_ns):
+  // runs the quantum if it is due. relaxed: a hint (a late view delays the
+  // quantum by one boundary; two workers racing are serialised by the lock).
+  void quantum_if_due(worker* self, std::uint64_t now) noexcept WEFT_EXCLUDES(quantum_mutex_, mutex_) {
+    if (now >= due_ns_.load(std::memory_order_relaxed)) try_quantum(self);
   }
 
  private:
@@ -55,13 +86,17 @@ class aps_master {
     std::vector<bool> has_work;          // ready or running work at the level
     bool anything = false;               // some level has work
   };
-  void loop() WEFT_EXCLUDES(mutex_);  // the thread's body
-  // The quantum's steps, in order. Master thread only.
-  void measure(quantum& q, std::uint64_t now);
-  void compute_desires(quantum& q);
-  void allocate(const quantum& q);
-  bool assign();
-  void wake(const quantum& q, bool changed) noexcept;
+  void loop() WEFT_EXCLUDES(mutex_, quantum_mutex_);  // the thread's body
+  worker* calling_worker() const noexcept;  // this thread's worker of sched_, or nullptr
+  // Runs a quantum unless another thread runs one; returns whether it ran.
+  bool try_quantum(worker* self) noexcept WEFT_EXCLUDES(quantum_mutex_);
+  // One quantum: the steps below, in order.
+  void run_quantum(worker* self) noexcept WEFT_REQUIRES(quantum_mutex_);
+  void measure(quantum& q, std::uint64_t now) WEFT_REQUIRES(quantum_mutex_);
+  void compute_desires(quantum& q) WEFT_REQUIRES(quantum_mutex_);
+  void allocate(const quantum& q) WEFT_REQUIRES(quantum_mutex_);
+  bool assign(worker* self) WEFT_REQUIRES(quantum_mutex_);
+  void wake(const quantum& q, bool changed) noexcept WEFT_REQUIRES(quantum_mutex_);
 
   scheduler& sched_;
   mutex mutex_;
@@ -72,17 +107,30 @@ class aps_master {
   // Workers allotted to each level in the current quantum (master writes,
   // relaxed; read as a hint to request an early quantum).
   std::atomic<unsigned> allotted_[priority_levels] = {};
-  // Set when a worker or a spawn asks for an early quantum (relaxed hint).
+  // The last quantum saw ready work at the level and gave it no worker
+  // (written under quantum_mutex_, relaxed; read as a hint by note_level_work).
+  std::atomic<bool> starved_[priority_levels] = {};
+  // Set when a quantum is asked for while another thread runs one (relaxed hint).
   std::atomic<bool> early_{false};
+  // now_ns() at which the next quantum is due (written under quantum_mutex_;
+  // relaxed: a hint, see quantum_if_due).
+  std::atomic<std::uint64_t> due_ns_{0};
+  // 7/8 L in ns: quantum_if_stale runs the quantum when it is due within this.
+  std::uint64_t stale_ns_ = 0;  // set by the constructor
+  // Quanta in a row that found no work anywhere (written under
+  // quantum_mutex_; relaxed: the master's nap length, a hint).
+  std::atomic<unsigned> idle_quanta_{0};
 
-  // Master thread only: the state carried from quantum to quantum.
-  std::vector<double> desire_;
-  std::vector<unsigned> allot_;
-  std::vector<std::vector<std::int64_t>> seen_busy_;  // per worker, per level
-  std::vector<std::uint64_t> credited_span_;  // span start (packed) credited so far
-  std::vector<std::uint64_t> credited_ns_;    // of it, this much
-  std::uint64_t quantum_start_ = 0;
-  unsigned idle_quanta_ = 0;
+  // The state carried from quantum to quantum.
+  mutex quantum_mutex_;
+  std::vector<double> desire_ WEFT_GUARDED_BY(quantum_mutex_);
+  std::vector<unsigned> allot_ WEFT_GUARDED_BY(quantum_mutex_);
+  // per worker, per level
+  std::vector<std::vector<std::int64_t>> seen_busy_ WEFT_GUARDED_BY(quantum_mutex_);
+  // span start (packed) credited so far, and of it this much
+  std::vector<std::uint64_t> credited_span_ WEFT_GUARDED_BY(quantum_mutex_);
+  std::vector<std::uint64_t> credited_ns_ WEFT_GUARDED_BY(quantum_mutex_);
+  std::uint64_t quantum_start_ WEFT_GUARDED_BY(quantum_mutex_) = 0;
 };
 
 }  // namespace weft::detail

@@ -213,8 +213,9 @@ class scheduler {
   // APS master (started on the first spawn at a non-default level).
   aps_master aps_{*this};
  public:
-  // Asks the master for an early quantum (rate-limited by the flag).
-  void request_early_quantum() noexcept { aps_.request_early_quantum(); }
+  // Runs an early APS quantum now (`self`: the calling worker, between tasks
+  // or at a strand boundary; it is moved first if a worker must move).
+  void request_early_quantum(worker* self) noexcept { aps_.request_early_quantum(self); }
  private:
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
 

@@ -172,8 +172,11 @@ void scheduler::park_worker(worker* w) {
 template <class Policy>
 work_item* scheduler::find_work(worker* w) {
   end_span(w);
-  adopt_assigned_level(w);
+  // Poll before adopting a new level: a completion for an urgent task runs
+  // a quantum that moves this worker (note_level_work), and the move is
+  // adopted here, before this worker takes work of its old level.
   poll_io_if_due(w);
+  adopt_assigned_level(w);
   // The task woken here last (ready_queue) and the own deque's newest item:
   // depth-first. ProWS pops the deque first (a resumed task may adopt its
   // parked deque only in place of an empty one); ParWS resumes first, as
@@ -247,15 +250,22 @@ work_item* scheduler::find_work(worker* w) {
         begin_span(w);
         return found;
       }
+      // APS: our level has nothing to run right now. If another level has
+      // work, a quantum moves us there (we are idle: the first to move)
+      // before we spin, yield the core to other processes or park — an
+      // urgent level that lost its work gives its worker back at once.
+      // Rate-limited (quantum_if_stale): a level that often runs dry for a
+      // moment, as fork-join does, costs at most one quantum per L/8.
+      if (round == 0 && aps_.running()) aps_.quantum_if_stale(w, now_ns());
       if (round % 8 == 7) {
         std::this_thread::yield();  // oversubscribed: let the working threads run
       } else {
         for (int i = 0; i < 32; ++i) cpu_relax();
       }
     }
-    // APS: our level ran dry; let the master move us without waiting out the
-    // quantum.
-    if (aps_.running()) request_early_quantum();
+    // APS: our level ran dry; run a quantum (it may move us) rather than
+    // wait out L.
+    if (aps_.running()) request_early_quantum(w);
     w->parks.add();
     // relaxed: a hint for the APS master (it wakes parked workers whose level
     // has work; a stale value costs one spurious wake-up or one quantum).

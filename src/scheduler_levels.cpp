@@ -85,8 +85,12 @@ void scheduler::begin_span(worker* w) noexcept {
   // The level fills bits 0-2 (bit 3 keeps a level-0 span non-zero).
   static_assert(priority_levels <= 8, "worker::span packs the level into 3 bits");
   WEFT_ASSERT(w->level < priority_levels, "a worker's level is a valid level");
+  const std::uint64_t now = now_ns();
   // release: pairs with the master's acquire load.
-  w->span.store((now_ns() << 4) | w->level | 1ull << 3, std::memory_order_release);
+  w->span.store((now << 4) | w->level | 1ull << 3, std::memory_order_release);
+  // A boundary is where a worker can move: run the quantum here when it is
+  // due, rather than wait for the master thread to get a core.
+  aps_.quantum_if_due(w, now);
 }
 
 void scheduler::end_span(worker* w) noexcept {

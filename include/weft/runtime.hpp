@@ -60,9 +60,11 @@ struct options {
   bool io_try_first = true;
 
   // Priority scheduling (docs/priorities.md). `adaptive` is APS (I-Cilk):
-  // a master thread, started when the first task of a non-default level is
-  // spawned, moves workers between levels every quantum. `oblivious` ignores
-  // priorities (one pool), for comparison.
+  // once the first task of a non-default level is spawned, workers move
+  // between levels every quantum L (the workers run the quantum at their
+  // boundaries and at once when urgent work arrives; a master thread, started
+  // then, is the backup). `oblivious` ignores priorities (one pool), for
+  // comparison.
   enum class priority_mode { adaptive, oblivious } priorities = priority_mode::adaptive;
   std::chrono::microseconds aps_quantum{500};  // L
   double aps_efficiency = 0.9;                  // delta
