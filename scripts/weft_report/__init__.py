@@ -3,4 +3,4 @@
 The entry point is scripts/weft-report; docs/report.md describes the figure
 module API (Figure, Row).
 """
-from .weft_report import Figure, Row, fmt, main  # noqa: F401
+from .weft_report import Figure, Row, fmt, main, value_of, workers_of  # noqa: F401

@@ -133,6 +133,18 @@ def fmt(v, unit=""):
     return s + (" " + unit if unit else "")
 
 
+def workers_of(text, default=None):
+    """The worker count that a row's params (or note) names: '..., 2 workers' -> 2;
+    `default` when it names none."""
+    m = re.search(r"(\d+) workers?", text)
+    return int(m.group(1)) if m else default
+
+
+def value_of(row):
+    """A row's value when the row exists and was measured (Row.ok), else NaN."""
+    return row.value if row is not None and row.ok else float("nan")
+
+
 def load_results(path):
     """The parsed JSON and its rows; raises ValueError on a file that is not weft-bench's."""
     try:

@@ -5,6 +5,7 @@ with waits totalling their compute time, by weft::this_task::sleep_for (the
 task suspends) and by std::this_thread::sleep_for (the worker blocks).
 """
 import math
+from weft_report import value_of
 
 ORDER = 55
 TITLE = "Concurrent Cilk Figure 7: kernels perturbed by simulated waits, hidden or blocking"
@@ -19,10 +20,6 @@ BLOCKED = "weft + OS sleep waits"
 def _first(fig, name):
     rs = [r for r in fig.rows(section="^kernels$", name="^%s$" % name.replace("+", r"\+"))]
     return rs[-1] if rs else None
-
-
-def _val(r):
-    return r.value if (r is not None and r.ok) else float("nan")
 
 
 def _fmt(v, unit="x"):
@@ -53,7 +50,7 @@ def render(fig):
         u = us[-1] if us else None
         h = _first(fig, "%s %s" % (k, HIDDEN))
         b = _first(fig, "%s %s" % (k, BLOCKED))
-        uv, hv, bv = _val(u), _val(h), _val(b)
+        uv, hv, bv = value_of(u), value_of(h), value_of(b)
         unpert.append(uv)
         hid.append(hv)
         blk.append(bv)

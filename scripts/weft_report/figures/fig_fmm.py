@@ -7,6 +7,7 @@ starts "std::async failed"), and the ratios "serial / weft (speedup)",
 """
 import math
 import re
+from weft_report import workers_of
 
 ORDER = 40
 TITLE = "Fibertures Tables 4.3-4.4: the fast multipole method, weft futures vs std::async"
@@ -20,11 +21,6 @@ PAPER_FIB = {20000: {1: 8.9, 2: 8.0, 4: 8.0, 8: 9.3}, 100000: {1: 78, 2: 73, 4: 
 
 def _n(params):
     m = re.match(r"n=(\d+)", params)
-    return int(m.group(1)) if m else None
-
-
-def _workers(params):
-    m = re.search(r"(\d+) workers?", params)
     return int(m.group(1)) if m else None
 
 
@@ -58,7 +54,7 @@ def render(fig):
 
     def get(name, n, w=None):
         for r in rows:
-            if r.name == name and _n(r.params) == n and (w is None or _workers(r.params) == w):
+            if r.name == name and _n(r.params) == n and (w is None or workers_of(r.params) == w):
                 return r
         return None
 

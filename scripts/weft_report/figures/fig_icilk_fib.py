@@ -4,6 +4,7 @@ priority.fib part)."""
 
 import math
 import re
+from weft_report import workers_of, value_of
 
 ORDER = 10
 TITLE = "I-Cilk Figures 2-4: fib-ep and fib-rp, H/M/L against fib-ideal"
@@ -40,15 +41,6 @@ PAPER_FIG4 = {
 LEVELS = ("H", "M", "L")
 
 
-def _workers(params):
-    m = re.search(r"(\d+) workers?", params)
-    return int(m.group(1)) if m else None
-
-
-def _val(r):
-    return r.value if r is not None and r.ok else float("nan")
-
-
 def render(fig):
     from weft_report import fmt
     rows = fig.rows(section="^priority$", name=r"^fib-(ep|rp) ")
@@ -73,13 +65,13 @@ def render(fig):
     # Paper vs weft: overhead x ideal, per workload, worker count and level.
     table = []
     for wl in ("fib-ep", "fib-rp"):
-        counts = sorted({_workers(r.params) for r in main if r.name.startswith(wl)} - {None})
+        counts = sorted({workers_of(r.params) for r in main if r.name.startswith(wl)} - {None})
         for w in counts:
             for k, lv in enumerate(LEVELS):
                 aps = next((r for r in main if r.name == "%s %s (APS)" % (wl, lv)
-                            and _workers(r.params) == w), None)
+                            and workers_of(r.params) == w), None)
                 obl = next((r for r in main if r.name == "%s %s (oblivious)" % (wl, lv)
-                            and _workers(r.params) == w), None)
+                            and workers_of(r.params) == w), None)
                 pcol = "T1" if w == 1 else "T4"
                 pi = PAPER_FIG2.get((wl, "I-Cilk"), {}).get(pcol) or \
                     PAPER_FIG2[(wl, "I-Cilk")]["T20"]
@@ -93,7 +85,7 @@ def render(fig):
                                           "met" if met else ("missed" if met is False else "n/a"))
                 table.append(["%s %s, %d worker%s" % (wl, lv, w, "" if w == 1 else "s"),
                               "%.2fx / %.2fx (%s)" % (pi[k], pc[k], pcol_used),
-                              fmt(_val(aps)) + "x", fmt(_val(obl)) + "x", goal])
+                              fmt(value_of(aps)) + "x", fmt(value_of(obl)) + "x", goal])
     fig.table(["computation", "paper I-Cilk / Cilk-F x ideal (Fig. 2)", "weft APS x ideal",
                "weft oblivious x ideal", "goal (H)"], table)
     fig.rows_table(main)
@@ -101,7 +93,7 @@ def render(fig):
     # Plot 1: H/M/L x ideal, APS vs oblivious, per workload and worker count.
     groups = []
     for wl in ("fib-ep", "fib-rp"):
-        for w in sorted({_workers(r.params) for r in main if r.name.startswith(wl)} - {None}):
+        for w in sorted({workers_of(r.params) for r in main if r.name.startswith(wl)} - {None}):
             groups.append((wl, w))
     if groups:
         f, axes = fig.plot(ncols=len(groups), figsize=(3.2 * len(groups), 3.8), sharey=True)
@@ -112,8 +104,8 @@ def render(fig):
                 ys = []
                 for lv in LEVELS:
                     r = next((r for r in main if r.name == "%s %s (%s)" % (wl, lv, kind)
-                              and _workers(r.params) == w), None)
-                    ys.append(_val(r))
+                              and workers_of(r.params) == w), None)
+                    ys.append(value_of(r))
                 xs = [i + (j - 0.5) * 0.38 for i in range(3)]
                 bars = ax.bar(xs, ys, 0.38, color=color, label="weft " + kind)
                 ax.bar_label(bars, ["" if math.isnan(y) else "%.2f" % y for y in ys],
@@ -155,7 +147,7 @@ def render(fig):
                 for lv in LEVELS:
                     rr = next((q for q in sweeps if q.name == "%s %s (APS), %s" % (wl, lv, sweep)
                                and q.params == r.params), None)
-                    vals.append(fmt(_val(rr)) + "x")
+                    vals.append(fmt(value_of(rr)) + "x")
                 srows.append(["%s, %s = %s" % (wl, key, m.group(1) if key == "rho" else
                                                m.group(2) + " us"),
                               " / ".join("%.2fx" % v for v in ps) if ps else "(not in paper)",

@@ -4,6 +4,7 @@ under a level-6 parallel background, APS against the priority-oblivious schedule
 
 import math
 import re
+from weft_report import workers_of, value_of
 
 ORDER = 15
 TITLE = "I-Cilk responsiveness: an interactive service under background load, APS vs oblivious"
@@ -14,15 +15,6 @@ SECTIONS = ["priority.interactive"]
 PAPER_RESP = {"I-Cilk": (46.91, 125.11, 500.72), "Cilk-F": (486.00, 344.58, 7433.00)}
 KINDS = ("APS", "APS L=100us", "oblivious", "no background")
 PCTS = ("p50", "p95", "p99")
-
-
-def _workers(params):
-    m = re.search(r"(\d+) workers?", params)
-    return int(m.group(1)) if m else None
-
-
-def _val(r):
-    return r.value if r is not None and r.ok else float("nan")
 
 
 def render(fig):
@@ -65,7 +57,7 @@ def render(fig):
             table.append(["%s (%s; paper: %s)" % (pc, r.params, "avg" if i == 0 else pc),
                           "%.2fx (%s vs %s us)" % (paper_ratio[i], fmt(PAPER_RESP["I-Cilk"][i]),
                                                    fmt(PAPER_RESP["Cilk-F"][i])),
-                          fmt(_val(r)) + "x", goal])
+                          fmt(value_of(r)) + "x", goal])
     for r in tput:
         goal = ""
         if r.goal:
@@ -73,12 +65,12 @@ def render(fig):
             goal = ">= %s: %s" % (fmt(r.goal.get("value")),
                                   "met" if met else ("missed" if met is False else "n/a"))
         table.append(["background throughput (%s)" % r.params, "(not reported)",
-                      fmt(_val(r)) + "x", goal])
+                      fmt(value_of(r)) + "x", goal])
     fig.table(["urgent-level response, APS / oblivious", "paper I-Cilk / Cilk-F (Fig. 6, resp, "
                "30 users)", "weft (this run)", "goal"], table)
     fig.rows_table(resp + ratios + tput)
 
-    counts = sorted({_workers(r.params) for r in resp} - {None})
+    counts = sorted({workers_of(r.params) for r in resp} - {None})
     if not counts:
         return
     f, axes = fig.plot(ncols=len(counts), figsize=(4.2 * len(counts), 3.8))
@@ -92,8 +84,8 @@ def render(fig):
             ys = []
             for pc in PCTS:
                 r = next((r for r in resp if r.name == "interactive %s response, %s" % (pc, kind)
-                          and _workers(r.params) == w), None)
-                ys.append(_val(r))
+                          and workers_of(r.params) == w), None)
+                ys.append(value_of(r))
             xs = [i + (j - (len(KINDS) - 1) / 2) * width for i in range(3)]
             bars = ax.bar(xs, ys, width, color=colors[kind], label=kind)
             ax.bar_label(bars, ["" if math.isnan(y) else fmt(y) for y in ys], fontsize=5,
@@ -114,8 +106,8 @@ def render(fig):
             ys = []
             for pc in PCTS:
                 r = next((r for r in ratios if r.name.startswith("interactive %s " % pc)
-                          and _workers(r.params) == w), None)
-                ys.append(_val(r))
+                          and workers_of(r.params) == w), None)
+                ys.append(value_of(r))
             xs = [i + (j - (len(counts) - 1) / 2) * width for i in range(3)]
             bars = ax.bar(xs, ys, width, label="weft, %d worker%s" % (w, "" if w == 1 else "s"))
             ax.bar_label(bars, ["" if math.isnan(y) else "%.2f" % y for y in ys], fontsize=6,
