@@ -469,7 +469,9 @@ struct server {
   void accept_all(int lfd) {
     std::vector<weft::future<void>> handlers;
     for (unsigned i = 0; i < o.clients; ++i) {
-      int fd = weft::io::accept(lfd).get();
+      // A client that never connects (it failed first) ends the run with
+      // an error (timed_out) instead of hanging it.
+      int fd = weft::io::accept(lfd).get_for(std::chrono::seconds(30));
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       handlers.push_back(weft::async(weft::priority(level_requests), [this, fd] { handle(fd); }));
@@ -835,14 +837,23 @@ results run(const options& o) {
     // levels above leave it a worker, as the paper's check does.
     rt.run(weft::priority(level_check), [&] {
       auto requests = weft::async(weft::priority(level_requests), [&] { srv.accept_all(lfd); });
+      bool requests_ended = false;
       for (;;) {
         weft::io::sleep_for(std::chrono::milliseconds(o.check_ms)).get();
         if (srv.connections_done.load(std::memory_order_acquire) == o.clients &&
             srv.outstanding.load(std::memory_order_acquire) == 0)
           break;
+        // If the request loop has ended, get() rethrows its failure (a client
+        // that never connected: accept timed out), which ends the run instead
+        // of checking on forever; after a normal end the loop above breaks
+        // once the last requests are done.
+        if (!requests_ended && requests.is_ready()) {
+          requests.get();
+          requests_ended = true;
+        }
         srv.check();
       }
-      requests.get();
+      if (!requests_ended) requests.get();
       srv.verify(res);
     });
   } catch (...) {
