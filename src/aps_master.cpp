@@ -81,6 +81,12 @@ void aps_master::stop() noexcept {
   }
   cv_.notify_all();
   if (master.joinable()) master.join();
+  // Other threads run quanta too (a timer firing, a blocking helper's
+  // inject, a promise set from outside), and a quantum reads the workers'
+  // deques: wait for the one running (if any) and close the quantum, so that
+  // none runs while or after the scheduler frees them.
+  lock_guard q(quantum_mutex_);
+  closed_ = true;
 }
 
 // The backup: runs the quantum when no worker did (every worker in a long
@@ -129,6 +135,7 @@ void aps_master::run_quantum(worker* self) noexcept {
   // running() is read relaxed by the callers: a thread that saw it set may
   // in theory lock before start() has filled in the state. Then skip.
   if (seen_busy_.size() != sched_.worker_count()) return;
+  if (closed_) return;  // stop() ran: the deques may be gone
   const std::uint64_t now = sched_.now_ns();
   // relaxed: a hint (quantum_if_due); set first, so that workers reaching a
   // boundary meanwhile do not queue up for the lock.

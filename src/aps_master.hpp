@@ -41,7 +41,9 @@ class aps_master {
   // called); throws std::system_error if it cannot.
   void start() WEFT_EXCLUDES(mutex_);
   // Stops and joins the master thread (if it runs); it does not start again.
-  void stop() noexcept WEFT_EXCLUDES(mutex_);
+  // Waits for a quantum another thread runs and closes the quantum: after
+  // stop() returns no quantum reads the scheduler's deques.
+  void stop() noexcept WEFT_EXCLUDES(mutex_, quantum_mutex_);
   // relaxed: set once by start; a late view only delays accounting or one
   // early quantum.
   bool running() const noexcept { return running_.load(std::memory_order_relaxed); }
@@ -123,6 +125,8 @@ class aps_master {
 
   // The state carried from quantum to quantum.
   mutex quantum_mutex_;
+  // Set by stop(): no quantum runs after it (run_quantum returns at once).
+  bool closed_ WEFT_GUARDED_BY(quantum_mutex_) = false;
   std::vector<double> desire_ WEFT_GUARDED_BY(quantum_mutex_);
   std::vector<unsigned> allot_ WEFT_GUARDED_BY(quantum_mutex_);
   // per worker, per level
