@@ -155,6 +155,8 @@ class future_state_base {
   void publish() noexcept { done_.set(); }
   void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
   const std::exception_ptr& error() const noexcept { return error_; }
+  // future<T>::get (one-shot): the exception leaves the state (see there).
+  std::exception_ptr take_error() noexcept { return std::move(error_); }
   // An async task's exception: remembers the runtime it belongs to, to count
   // it there if nobody observes it.
   void set_task_error(std::exception_ptr e) noexcept {
@@ -535,7 +537,13 @@ class future {
     } r{state_, owned};
     if (state_->error()) {
       state_->mark_observed();
-      std::rethrow_exception(state_->error());
+      // Moved out, not copied: the exception then lives only in this
+      // thread's flight and handler and is freed by this thread, not by the
+      // state's last releaser on another thread after the releaser above has
+      // run. (That was correct, ordered by the exception's own reference
+      // count, but that count lives in the uninstrumented libstdc++, so TSan
+      // reported the handler's reads racing with the free.)
+      std::rethrow_exception(state_->take_error());
     }
     if constexpr (std::is_lvalue_reference_v<T>) return state_->value();  // future<R&>
     else if constexpr (!std::is_void_v<T>) return std::move(state_->value());
