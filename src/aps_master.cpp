@@ -58,7 +58,8 @@ void aps_master::start() {
     credited_span_.assign(P, 0);
     credited_ns_.assign(P, 0);
     quantum_start_ = sched_.now_ns();
-    // relaxed (both): hints, published with running_ below.
+    // relaxed (both): hints. The state itself is ordered by quantum_mutex_:
+    // running_ is read relaxed, and run_quantum skips a state not yet filled.
     due_ns_.store(quantum_start_ + static_cast<std::uint64_t>(std::chrono::nanoseconds(
                                        sched_.config().aps_quantum).count()),
                   std::memory_order_relaxed);

@@ -106,8 +106,8 @@ class aps_master {
   std::thread thread_ WEFT_GUARDED_BY(mutex_);
   bool stop_ WEFT_GUARDED_BY(mutex_) = false;
   std::atomic<bool> running_{false};
-  // Workers allotted to each level in the current quantum (master writes,
-  // relaxed; read as a hint to request an early quantum).
+  // Workers allotted to each level in the current quantum (written by the
+  // quantum, under quantum_mutex_, relaxed; read as a hint to request an early quantum).
   std::atomic<unsigned> allotted_[priority_levels] = {};
   // The last quantum saw ready work at the level and gave it no worker
   // (written under quantum_mutex_, relaxed; read as a hint by note_level_work).

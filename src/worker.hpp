@@ -66,16 +66,17 @@ struct worker : worker_view {
   unsigned ready_turns = 0;
 
   // --- APS (src/aps_master.cpp) ---
-  // The level the master wants this worker at. Only the master writes it
+  // The level APS wants this worker at. Only a quantum writes it (under
+  // aps_master::quantum_mutex_, whichever thread runs the quantum)
   // (release, before level_switch_pending's release store); the worker reads
   // it with acquire after clearing the flag with an acquire exchange.
   std::atomic<unsigned> assigned_level{default_priority_level};
   // Working time per level, credited when a working span ends (owner writes).
   owned_counter busy_ns[priority_levels];
   // The span in progress: (start_ns << 4 | level), or 0 while looking for
-  // work. Owner writes (release), the master reads (acquire).
+  // work. Owner writes (release), the quantum reads (acquire).
   std::atomic<std::uint64_t> span{0};
-  std::atomic<bool> parked{false};  // owner writes, the master reads (hint)
+  std::atomic<bool> parked{false};  // owner writes, the quantum reads (hint)
   std::uint64_t rng_state = 0;  // owner only
   std::vector<fiber*> fiber_cache;         // owner only (fiber_pool::cache)
   std::vector<deque_record*> deque_cache[priority_levels];  // owner only, per level (deque_pool::cache)

@@ -59,9 +59,9 @@ struct worker_view {
   // False in priority-oblivious mode, where every task runs at the default
   // level whatever its priority (run-time inversion checks are then off).
   bool tracks_levels = true;
-  // Set by the APS master when this worker should move to another level; the
+  // Set by an APS quantum when this worker should move to another level; the
   // worker checks it at strand boundaries (spawn, sync, async, get, yield).
-  // Checked relaxed (a hint, coherence makes it seen soon); the master
+  // Checked relaxed (a hint, coherence makes it seen soon); the quantum
   // stores it with release after assigned_level, and the slow path clears it
   // with an acquire exchange before reading assigned_level
   // (scheduler::switch_level), so no move is lost.

@@ -2,6 +2,7 @@
 # (bench/email.cpp, the app examples/apps/email).
 import math
 import re
+from weft_report import value_of
 
 ORDER = 30
 TITLE = "I-Cilk Figure 6: the email client"
@@ -27,8 +28,7 @@ def _parse(params):
 
 
 def _val(fig, name, params):
-    r = fig.row("email", name, params)
-    return r.value if r is not None and r.ok else float("nan")
+    return value_of(fig.row("email", name, params))
 
 
 def _fmt(x, nd=3):
