@@ -646,7 +646,8 @@ TEST_P(Locks, PriorityInversionOnAMutexIsDetected) {
       held = true;
       while (!release.load()) weft::this_task::sleep_for(200us);
     });
-    ASSERT_TRUE(yield_until([&] { return held.load(); }));
+    // Waits for level-6 work: sleep, do not yield (sleep_until_true).
+    ASSERT_TRUE(sleep_until_true([&] { return held.load(); }));
     const auto before = weft::lock_inversions();
     auto urgent = weft::async(weft::priority{1}, [&] { std::lock_guard l(m); });
     ASSERT_TRUE(yield_until([&] { return g_reported.load() >= 1; }));
@@ -654,7 +655,7 @@ TEST_P(Locks, PriorityInversionOnAMutexIsDetected) {
     urgent.get();
     // Not low.get(): this task (default level) waiting on a level-6 one is a
     // future priority inversion, which debug builds reject.
-    ASSERT_TRUE(yield_until([&] { return low.is_ready(); }));
+    ASSERT_TRUE(sleep_until_true([&] { return low.is_ready(); }));
     if (rt_->configuration().priorities == weft::options::priority_mode::adaptive) {
       EXPECT_EQ(g_waiter_level.load(), 1u);
       EXPECT_EQ(g_holder_level.load(), 6u);
@@ -674,7 +675,7 @@ TEST_P(Locks, PriorityInversionOnAMutexIsDetected) {
     auto lo = weft::async(weft::priority{6}, [&] { std::lock_guard l(m); });
     weft::this_task::sleep_for(3ms);
     release = true;
-    ASSERT_TRUE(yield_until([&] { return hi.is_ready() && lo.is_ready(); }));
+    ASSERT_TRUE(sleep_until_true([&] { return hi.is_ready() && lo.is_ready(); }));
     hi.get();
     EXPECT_EQ(g_reported.load(), 0);
 
@@ -687,14 +688,14 @@ TEST_P(Locks, PriorityInversionOnAMutexIsDetected) {
       held = true;
       while (!release.load()) weft::this_task::sleep_for(200us);
     });
-    ASSERT_TRUE(yield_until([&] { return held.load(); }));
+    ASSERT_TRUE(sleep_until_true([&] { return held.load(); }));
     auto urgent2 = weft::async(weft::priority{0}, [&] {
       EXPECT_THROW(m.lock(), weft::priority_inversion);
     });
     ASSERT_TRUE(yield_until([&] { return urgent2.is_ready(); }));
     urgent2.get();
     release = true;
-    ASSERT_TRUE(yield_until([&] { return low2.is_ready(); }));
+    ASSERT_TRUE(sleep_until_true([&] { return low2.is_ready(); }));
     weft::set_lock_inversion_handler(prev);
   });
 }

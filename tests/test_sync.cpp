@@ -191,8 +191,9 @@ TEST_P(Sync, PausedTaskResumesAtItsOwnLevel) {
     });
     auto low = weft::async(weft::priority{6}, [&] { iv.put(7); });
     // Not low.wait(): this task (the default level) waiting on a level-6 one
-    // is a priority inversion, which debug builds reject at run time.
-    ASSERT_TRUE(weft_test::yield_until([&] { return low.is_ready(); }));
+    // is a priority inversion, which debug builds reject at run time. Sleep,
+    // not yield: a yielding task would keep the worker at its level.
+    ASSERT_TRUE(weft_test::sleep_until_true([&] { return low.is_ready(); }));
     int r = urgent.get();
     if (rt_->configuration().priorities == weft::options::priority_mode::adaptive) EXPECT_EQ(r, 7);
     else EXPECT_EQ(r % 100, 7);

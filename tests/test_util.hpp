@@ -108,6 +108,22 @@ bool yield_until(Pred pred, std::chrono::milliseconds limit = 20s) {
   return true;
 }
 
+// Inside a task: as yield_until, but sleeps 100 us between checks. Use it to
+// wait for work of a *less* urgent level. A task that yields stays runnable,
+// so under APS its level keeps its workers and a less urgent level may get
+// none (with one worker, never: the starvation docs/priorities.md describes).
+// A sleeping task leaves its level idle, and the next quantum moves the
+// worker to the level that has work.
+template <class Pred>
+bool sleep_until_true(Pred pred, std::chrono::milliseconds limit = 20s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    weft::this_task::sleep_for(100us);
+  }
+  return true;
+}
+
 // On a plain thread: as yield_until, with std::this_thread::yield.
 template <class Pred>
 bool spin_until(Pred pred, std::chrono::milliseconds limit = 20s) {
