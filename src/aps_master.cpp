@@ -17,7 +17,9 @@ namespace weft::detail {
 aps_master::aps_master(scheduler& s) noexcept
     : sched_(s),
       stale_ns_(static_cast<std::uint64_t>(
-                    std::chrono::nanoseconds(s.config().aps_quantum).count()) * 7 / 8) {}
+                    std::chrono::nanoseconds(s.config().aps_quantum).count()) * 7 / 8),
+      starved_ns_(static_cast<std::uint64_t>(
+                      std::chrono::nanoseconds(s.config().aps_quantum).count()) * 63 / 64) {}
 
 worker* aps_master::calling_worker() const noexcept {
   worker* w = this_worker();
@@ -144,9 +146,24 @@ void aps_master::run_quantum(worker* self) noexcept {
                           std::chrono::nanoseconds(sched_.config().aps_quantum).count()),
                 std::memory_order_relaxed);
   quantum q;
-  q.elapsed = static_cast<double>(std::max<std::uint64_t>(1, now - quantum_start_));
-  quantum_start_ = now;
-  measure(q, now);
+  // An early quantum (work arrived at a level without a worker, a level ran
+  // dry) may follow the last one by microseconds. Utilisation over such a
+  // window says nothing (a worker that just moved has hardly run), and
+  // Figure 1 would halve a desire on it — several times in a burst of early
+  // quanta. So a quantum less than L/4 after the last measured one measures
+  // nothing (the window goes on growing into the next quantum) and applies
+  // only Figure 1's transitions: work appeared at a level or left it.
+  const std::uint64_t window = now > quantum_start_ ? now - quantum_start_ : 0;
+  q.elapsed = static_cast<double>(std::max<std::uint64_t>(1, window));
+  q.short_window = window * 4 < static_cast<std::uint64_t>(
+                                    std::chrono::nanoseconds(sched_.config().aps_quantum).count());
+  if (q.short_window) {
+    q.busy.assign(priority_levels, 0.0);
+    q.running_at.assign(priority_levels, false);  // compute_desires reads the spans
+  } else {
+    quantum_start_ = now;
+    measure(q, now);
+  }
   compute_desires(q);
   allocate(q);
   const bool changed = assign(self);
@@ -206,6 +223,8 @@ void aps_master::compute_desires(quantum& q) {
   for (unsigned l = 0; l < priority_levels; ++l) {
     q.has_work[l] = q.has_work[l] || q.running_at[l];
     q.anything = q.anything || q.has_work[l];
+    // A short window (run_quantum): lines 1-2 only; utilisation is unknown.
+    if (q.short_window && q.has_work[l] && desire_[l] > 0) continue;
     aps::level_quantum lq;
     lq.has_ready_work = q.has_work[l];
     lq.prev_desire = desire_[l];

@@ -67,10 +67,18 @@ class aps_master {
       request_early_quantum(calling_worker());
   }
   // A worker found its level without work (find_work): runs the quantum if
-  // the last one started more than L/8 ago. relaxed: as quantum_if_due.
+  // the last one started more than L/8 ago. If the last quantum left a level
+  // with work and no worker (starved_), which this worker can now take, the
+  // bound is L/64: a hand-off to a less urgent level (a request loop handing
+  // a request to its handler) then costs one quantum, not L/8 of spinning,
+  // and fork-join at an urgent level, which runs dry often while a background
+  // level starves, runs at most one quantum per L/64. Short quanta do not
+  // re-estimate desires (run_quantum), so a burst of them only costs their
+  // time. relaxed: as quantum_if_due.
   void quantum_if_stale(worker* self, std::uint64_t now) noexcept
       WEFT_EXCLUDES(quantum_mutex_, mutex_) {
-    if (now + stale_ns_ >= due_ns_.load(std::memory_order_relaxed)) try_quantum(self);
+    const std::uint64_t due = due_ns_.load(std::memory_order_relaxed);
+    if (now + stale_ns_ >= due || (now + starved_ns_ >= due && any_starved())) try_quantum(self);
   }
   // A worker at a strand boundary read the clock (`now`, scheduler::now_ns):
   // runs the quantum if it is due. relaxed: a hint (a late view delays the
@@ -87,9 +95,16 @@ class aps_master {
     std::vector<bool> running_at;        // a strand runs at the level
     std::vector<bool> has_work;          // ready or running work at the level
     bool anything = false;               // some level has work
+    bool short_window = false;           // < L/4 since the last measured quantum: no measurement
   };
   void loop() WEFT_EXCLUDES(mutex_, quantum_mutex_);  // the thread's body
   worker* calling_worker() const noexcept;  // this thread's worker of sched_, or nullptr
+  // Some level had work and no worker at the last quantum. relaxed: hints.
+  bool any_starved() const noexcept {
+    for (const auto& s : starved_)
+      if (s.load(std::memory_order_relaxed)) return true;
+    return false;
+  }
   // Runs a quantum unless another thread runs one; returns whether it ran.
   bool try_quantum(worker* self) noexcept WEFT_EXCLUDES(quantum_mutex_);
   // One quantum: the steps below, in order.
@@ -119,6 +134,8 @@ class aps_master {
   std::atomic<std::uint64_t> due_ns_{0};
   // 7/8 L in ns: quantum_if_stale runs the quantum when it is due within this.
   std::uint64_t stale_ns_ = 0;  // set by the constructor
+  // 63/64 L in ns: quantum_if_stale's bound when a level starves.
+  std::uint64_t starved_ns_ = 0;  // set by the constructor
   // Quanta in a row that found no work anywhere (written under
   // quantum_mutex_; relaxed: the master's nap length, a hint).
   std::atomic<unsigned> idle_quanta_{0};

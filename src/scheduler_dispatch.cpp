@@ -236,14 +236,18 @@ work_item* scheduler::find_work(worker* w) {
       // I/O that became ready (Go's findrunnable polls here too: before
       // stealing, so that a worker runs the tasks it completes itself).
       if (!found && poll_io(w) > 0) {
-        found = take_ready<Policy>(w, w->ready[level], ready_take::newest);
-        if (!found) found = take_ready<Policy>(w, w->ready[level], ready_take::oldest);
+        // A completion for a level without a worker runs a quantum
+        // (note_level_work) that may move this worker: adopt the move
+        // before taking or stealing work of the old level.
+        adopt_assigned_level(w);
+        found = take_ready<Policy>(w, w->ready[w->level], ready_take::newest);
+        if (!found) found = take_ready<Policy>(w, w->ready[w->level], ready_take::oldest);
       }
       if (!found) stole = try_steal<Policy>(w, found);
       if (stole) {
         // More work may be waiting: let a parked worker help (work spreads
         // one wake-up per successful steal, like a wave).
-        if (parking_.sleepers().load(std::memory_order_relaxed) > 0 && has_visible_work(level))
+        if (parking_.sleepers().load(std::memory_order_relaxed) > 0 && has_visible_work(w->level))
           parking_.wake_one();
       }
       if (found) {
