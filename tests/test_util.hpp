@@ -94,45 +94,42 @@ inline std::string workers_name(const ::testing::TestParamInfo<unsigned>& info) 
                         ::weft_test::config{8, ::weft::steal_policy::parsimonious}),      \
       ::weft_test::config_name)
 
-// Inside a task: yields (this_task::yield) until pred() holds or `limit` has
-// passed. Returns pred(). Used when a test needs another task to reach a
-// point first; the limit only turns a scheduler bug into a failure instead of
-// a hang, it never decides a passing outcome.
+// Calls step() until pred() holds or `limit` has passed; returns pred(). The
+// three helpers below are this loop with their own step. Used when a test
+// needs another task or thread to reach a point first; the limit only turns a
+// scheduler bug into a failure instead of a hang, it never decides a passing
+// outcome.
+template <class Pred, class Step>
+bool poll_until(Pred pred, std::chrono::milliseconds limit, Step step) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    step();
+  }
+  return true;
+}
+
+// Inside a task: yields (this_task::yield) between checks.
 template <class Pred>
 bool yield_until(Pred pred, std::chrono::milliseconds limit = 20s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return pred();
-    weft::this_task::yield();
-  }
-  return true;
+  return poll_until(pred, limit, [] { weft::this_task::yield(); });
 }
 
-// Inside a task: as yield_until, but sleeps 100 us between checks. Use it to
-// wait for work of a *less* urgent level. A task that yields stays runnable,
-// so under APS its level keeps its workers and a less urgent level may get
-// none (with one worker, never: the starvation docs/priorities.md describes).
-// A sleeping task leaves its level idle, and the next quantum moves the
-// worker to the level that has work.
+// Inside a task: sleeps 100 us between checks. Use it to wait for work of a
+// *less* urgent level. A task that yields stays runnable, so under APS its
+// level keeps its workers and a less urgent level may get none (with one
+// worker, never: the starvation docs/priorities.md describes). A sleeping
+// task leaves its level idle, and the next quantum moves the worker to the
+// level that has work.
 template <class Pred>
 bool sleep_until_true(Pred pred, std::chrono::milliseconds limit = 20s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return pred();
-    weft::this_task::sleep_for(100us);
-  }
-  return true;
+  return poll_until(pred, limit, [] { weft::this_task::sleep_for(100us); });
 }
 
-// On a plain thread: as yield_until, with std::this_thread::yield.
+// On a plain thread: sleeps the thread 100 us between checks.
 template <class Pred>
 bool spin_until(Pred pred, std::chrono::milliseconds limit = 20s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return pred();
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
+  return poll_until(pred, limit, [] { std::this_thread::sleep_for(100us); });
 }
 
 // Runs f as a root task of *rt and waits at most `limit` for it. On timeout it
