@@ -60,6 +60,8 @@ void aps_master::start() {
     credited_span_.assign(P, 0);
     credited_ns_.assign(P, 0);
     quantum_start_ = sched_.now_ns();
+    last_quantum_ns_ = quantum_start_;
+    allot_ns_.assign(priority_levels, 0.0);
     // relaxed (both): hints. The state itself is ordered by quantum_mutex_:
     // running_ is read relaxed, and run_quantum skips a state not yet filled.
     due_ns_.store(quantum_start_ + static_cast<std::uint64_t>(std::chrono::nanoseconds(
@@ -154,9 +156,13 @@ void aps_master::run_quantum(worker* self) noexcept {
   // nothing (the window goes on growing into the next quantum) and applies
   // only Figure 1's transitions: work appeared at a level or left it.
   const std::uint64_t window = now > quantum_start_ ? now - quantum_start_ : 0;
-  q.elapsed = static_cast<double>(std::max<std::uint64_t>(1, window));
   q.short_window = window * 4 < static_cast<std::uint64_t>(
                                     std::chrono::nanoseconds(sched_.config().aps_quantum).count());
+  // Worker-time each level was allotted since the last quantum of any kind:
+  // utilisation's denominator over a window that short quanta split.
+  const double since_last = static_cast<double>(now > last_quantum_ns_ ? now - last_quantum_ns_ : 0);
+  for (unsigned l = 0; l < priority_levels; ++l) allot_ns_[l] += allot_[l] * since_last;
+  last_quantum_ns_ = now;
   if (q.short_window) {
     q.busy.assign(priority_levels, 0.0);
     q.running_at.assign(priority_levels, false);  // compute_desires reads the spans
@@ -165,6 +171,7 @@ void aps_master::run_quantum(worker* self) noexcept {
     measure(q, now);
   }
   compute_desires(q);
+  if (!q.short_window) allot_ns_.assign(priority_levels, 0.0);  // a new window starts
   allocate(q);
   const bool changed = assign(self);
   wake(q, changed);
@@ -223,13 +230,14 @@ void aps_master::compute_desires(quantum& q) {
   for (unsigned l = 0; l < priority_levels; ++l) {
     q.has_work[l] = q.has_work[l] || q.running_at[l];
     q.anything = q.anything || q.has_work[l];
-    // A short window (run_quantum): lines 1-2 only; utilisation is unknown.
-    if (q.short_window && q.has_work[l] && desire_[l] > 0) continue;
     aps::level_quantum lq;
     lq.has_ready_work = q.has_work[l];
     lq.prev_desire = desire_[l];
     lq.prev_allotment = allot_[l];
-    lq.utilization = allot_[l] ? std::min(1.0, q.busy[l] / (allot_[l] * q.elapsed)) : 0.0;
+    // Over the allotments the window really had: quanta inside it (short
+    // ones) may have changed them.
+    lq.utilization = allot_ns_[l] > 0 ? std::min(1.0, q.busy[l] / allot_ns_[l]) : 0.0;
+    lq.measured = !q.short_window;  // a short window: lines 1-2 only
     desire_[l] = aps::next_desire(lq, delta, rho);
     // A level cannot use more workers than there are.
     desire_[l] = std::min(desire_[l], static_cast<double>(P) * rho);
@@ -331,11 +339,13 @@ bool aps_master::assign(worker* self) {
 }
 
 // Parked workers do not see flags: wake them if they were moved, or if a
-// level with ready work has all its workers parked.
+// level with ready work and an allotment has all its workers parked.
 void aps_master::wake(const quantum& q, bool changed) noexcept {
   bool starving = false;
   for (unsigned l = 0; l < priority_levels && !starving; ++l) {
-    if (!q.has_work[l]) continue;
+    // A level allotted no worker has none to wake (a starved level: waking
+    // everyone would only make them look, park and ask for another quantum).
+    if (!q.has_work[l] || allot_[l] == 0) continue;
     bool awake = false;
     // relaxed: assigned_level is ours; parked is a hint (a worker parking
     // just now re-scans for work after announcing itself, parking.hpp).

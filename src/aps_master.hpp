@@ -66,19 +66,23 @@ class aps_master {
         !starved_[level].load(std::memory_order_relaxed))
       request_early_quantum(calling_worker());
   }
-  // A worker found its level without work (find_work): runs the quantum if
-  // the last one started more than L/8 ago. If the last quantum left a level
-  // with work and no worker (starved_), which this worker can now take, the
-  // bound is L/64: a hand-off to a less urgent level (a request loop handing
-  // a request to its handler) then costs one quantum, not L/8 of spinning,
-  // and fork-join at an urgent level, which runs dry often while a background
-  // level starves, runs at most one quantum per L/64. Short quanta do not
-  // re-estimate desires (run_quantum), so a burst of them only costs their
-  // time. relaxed: as quantum_if_due.
-  void quantum_if_stale(worker* self, std::uint64_t now) noexcept
+  // A worker found its level (`level`) without work (find_work): runs the
+  // quantum if the last one started more than L/8 ago. If the last quantum
+  // left a level with work and no worker (starved_) and allotted `level` at
+  // most this one worker, the bound is L/64: a hand-off to a less urgent
+  // level (a request loop handing a request to its handler while it holds
+  // the only worker) then costs one quantum, not L/8 of spinning. (With more
+  // workers at `level`, fork-join among them runs dry for moments while a
+  // background level starves; a quantum then could change nothing.) Quanta
+  // within L/4 of the last measured one are short (run_quantum): they apply
+  // only Figure 1's lines 1-2. relaxed: as quantum_if_due.
+  void quantum_if_stale(worker* self, unsigned level, std::uint64_t now) noexcept
       WEFT_EXCLUDES(quantum_mutex_, mutex_) {
     const std::uint64_t due = due_ns_.load(std::memory_order_relaxed);
-    if (now + stale_ns_ >= due || (now + starved_ns_ >= due && any_starved())) try_quantum(self);
+    if (now + stale_ns_ >= due ||
+        (now + starved_ns_ >= due && allotted_[level].load(std::memory_order_relaxed) <= 1 &&
+         any_starved()))
+      try_quantum(self);
   }
   // A worker at a strand boundary read the clock (`now`, scheduler::now_ns):
   // runs the quantum if it is due. relaxed: a hint (a late view delays the
@@ -90,7 +94,6 @@ class aps_master {
  private:
   // One quantum's findings, passed from step to step.
   struct quantum {
-    double elapsed = 1;                  // ns since the previous quantum
     std::vector<double> busy;            // busy ns per level
     std::vector<bool> running_at;        // a strand runs at the level
     std::vector<bool> has_work;          // ready or running work at the level
@@ -151,7 +154,11 @@ class aps_master {
   // span start (packed) credited so far, and of it this much
   std::vector<std::uint64_t> credited_span_ WEFT_GUARDED_BY(quantum_mutex_);
   std::vector<std::uint64_t> credited_ns_ WEFT_GUARDED_BY(quantum_mutex_);
-  std::uint64_t quantum_start_ WEFT_GUARDED_BY(quantum_mutex_) = 0;
+  std::uint64_t quantum_start_ WEFT_GUARDED_BY(quantum_mutex_) = 0;  // start of the measured window
+  std::uint64_t last_quantum_ns_ WEFT_GUARDED_BY(quantum_mutex_) = 0;  // the last quantum, short or not
+  // per level: sum of allotment x ns over the measured window (utilisation's
+  // denominator; short quanta inside the window may change the allotment)
+  std::vector<double> allot_ns_ WEFT_GUARDED_BY(quantum_mutex_);
 };
 
 }  // namespace weft::detail

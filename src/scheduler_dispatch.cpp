@@ -259,8 +259,9 @@ work_item* scheduler::find_work(worker* w) {
       // before we spin, yield the core to other processes or park — an
       // urgent level that lost its work gives its worker back at once.
       // Rate-limited (quantum_if_stale): a level that often runs dry for a
-      // moment, as fork-join does, costs at most one quantum per L/8.
-      if (round == 0 && aps_.running()) aps_.quantum_if_stale(w, now_ns());
+      // moment, as fork-join does, costs at most one quantum per L/8 (per
+      // L/64 for a lone worker of its level while another level starves).
+      if (round == 0 && aps_.running()) aps_.quantum_if_stale(w, w->level, now_ns());
       if (round % 8 == 7) {
         std::this_thread::yield();  // oversubscribed: let the working threads run
       } else {

@@ -1,5 +1,6 @@
 // APS policy as pure functions (include/weft/detail/aps_policy.hpp):
-//  * next_desire — I-Cilk Figure 1, every branch;
+//  * next_desire — I-Cilk Figure 1, every branch, and the unmeasured
+//                  (short-window) quantum that applies only lines 1-2;
 //  * allocate    — top-down allocation (§3), caps, leftovers half to each level
 //                  with ready work from the top (§5, weft's refinement), and
 //                  everything to the default level when no level has work.
@@ -58,6 +59,24 @@ TEST(ApsDesire, InefficientDividesByRho) {
   EXPECT_DOUBLE_EQ(aps::next_desire(quantum(true, 6, 6, 0.3), 0.75, 1.5), 4);      // other rho/delta
   // A level that got no worker at all made no complete step: inefficient.
   EXPECT_DOUBLE_EQ(aps::next_desire(quantum(true, 4, 0, 1.0), kDelta, kRho), 2);
+}
+
+// An unmeasured quantum (a short window, src/aps_master.cpp): lines 1-2
+// still apply, every other desire is kept whatever the utilisation says.
+TEST(ApsDesire, UnmeasuredQuantumKeepsDesiresButAppliesLinesOneAndTwo) {
+  auto unmeasured = [](bool ready, double d, unsigned p, double u) {
+    aps::level_quantum q = quantum(ready, d, p, u);
+    q.measured = false;
+    return q;
+  };
+  EXPECT_EQ(aps::next_desire(unmeasured(false, 4, 4, 1.0), kDelta, kRho), 0);      // line 1
+  EXPECT_EQ(aps::next_desire(unmeasured(true, 0, 0, 0.0), kDelta, kRho), 1);       // line 2
+  EXPECT_DOUBLE_EQ(aps::next_desire(unmeasured(true, 8, 8, 0.0), kDelta, kRho), 8);  // not halved
+  EXPECT_DOUBLE_EQ(aps::next_desire(unmeasured(true, 2, 2, 1.0), kDelta, kRho), 2);  // not doubled
+  EXPECT_DOUBLE_EQ(aps::next_desire(unmeasured(true, 3, 0, 0.0), kDelta, kRho), 3);  // no worker: kept
+  // The same inputs, measured: Figure 1 as usual.
+  EXPECT_DOUBLE_EQ(aps::next_desire(quantum(true, 8, 8, 0.0), kDelta, kRho), 4);
+  EXPECT_DOUBLE_EQ(aps::next_desire(quantum(true, 2, 2, 1.0), kDelta, kRho), 4);
 }
 
 // A level with ready work never asks for less than one core (the desire

@@ -17,6 +17,10 @@ struct level_quantum {
   double prev_desire = 0;       // d_{q-1}
   unsigned prev_allotment = 0;  // p_{q-1}
   double utilization = 0;       // busy time / (p_{q-1} * L), in [0, 1]
+  // false: the quantum came too soon after the last measured one for its
+  // utilisation to mean anything (src/aps_master.cpp, short windows): only
+  // lines 1-2 apply, any other desire is kept.
+  bool measured = true;
 };
 
 inline unsigned whole(double desire);
@@ -27,6 +31,7 @@ inline unsigned whole(double desire);
 inline double next_desire(const level_quantum& q, double delta, double rho) {
   if (!q.has_ready_work) return 0;                      // line 1
   if (q.prev_desire == 0) return 1;                     // line 2
+  if (!q.measured) return q.prev_desire;                // not measured: keep
   if (q.prev_allotment == 0 || q.utilization < delta)   // line 3: inefficient
     return std::max(1.0, q.prev_desire / rho);          // line 4
   if (q.prev_allotment >= whole(q.prev_desire))         // line 5: satisfied
