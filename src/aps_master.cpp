@@ -16,10 +16,9 @@ namespace weft::detail {
 
 aps_master::aps_master(scheduler& s) noexcept
     : sched_(s),
-      stale_ns_(static_cast<std::uint64_t>(
-                    std::chrono::nanoseconds(s.config().aps_quantum).count()) * 7 / 8),
-      starved_ns_(static_cast<std::uint64_t>(
-                      std::chrono::nanoseconds(s.config().aps_quantum).count()) * 63 / 64) {}
+      quantum_ns_(static_cast<std::uint64_t>(std::chrono::nanoseconds(s.config().aps_quantum).count())),
+      stale_ns_(quantum_ns_ * 7 / 8),
+      starved_ns_(quantum_ns_ * 63 / 64) {}
 
 worker* aps_master::calling_worker() const noexcept {
   worker* w = this_worker();
@@ -64,9 +63,7 @@ void aps_master::start() {
     allot_ns_.assign(priority_levels, 0.0);
     // relaxed (both): hints. The state itself is ordered by quantum_mutex_:
     // running_ is read relaxed, and run_quantum skips a state not yet filled.
-    due_ns_.store(quantum_start_ + static_cast<std::uint64_t>(std::chrono::nanoseconds(
-                                       sched_.config().aps_quantum).count()),
-                  std::memory_order_relaxed);
+    due_ns_.store(quantum_start_ + quantum_ns_, std::memory_order_relaxed);
     idle_quanta_.store(0, std::memory_order_relaxed);
   }
   // Started before the flag is set: if it cannot be, the flag stays false,
@@ -144,9 +141,7 @@ void aps_master::run_quantum(worker* self) noexcept {
   const std::uint64_t now = sched_.now_ns();
   // relaxed: a hint (quantum_if_due); set first, so that workers reaching a
   // boundary meanwhile do not queue up for the lock.
-  due_ns_.store(now + static_cast<std::uint64_t>(
-                          std::chrono::nanoseconds(sched_.config().aps_quantum).count()),
-                std::memory_order_relaxed);
+  due_ns_.store(now + quantum_ns_, std::memory_order_relaxed);
   quantum q;
   // An early quantum (work arrived at a level without a worker, a level ran
   // dry) may follow the last one by microseconds. Utilisation over such a
@@ -156,8 +151,7 @@ void aps_master::run_quantum(worker* self) noexcept {
   // nothing (the window goes on growing into the next quantum) and applies
   // only Figure 1's transitions: work appeared at a level or left it.
   const std::uint64_t window = now > quantum_start_ ? now - quantum_start_ : 0;
-  q.short_window = window * 4 < static_cast<std::uint64_t>(
-                                    std::chrono::nanoseconds(sched_.config().aps_quantum).count());
+  q.short_window = window * 4 < quantum_ns_;
   // Worker-time each level was allotted since the last quantum of any kind:
   // utilisation's denominator over a window that short quanta split.
   const double since_last = static_cast<double>(now > last_quantum_ns_ ? now - last_quantum_ns_ : 0);

@@ -135,10 +135,11 @@ class aps_master {
   // now_ns() at which the next quantum is due (written under quantum_mutex_;
   // relaxed: a hint, see quantum_if_due).
   std::atomic<std::uint64_t> due_ns_{0};
+  const std::uint64_t quantum_ns_;  // L in ns (options::aps_quantum)
   // 7/8 L in ns: quantum_if_stale runs the quantum when it is due within this.
-  std::uint64_t stale_ns_ = 0;  // set by the constructor
+  const std::uint64_t stale_ns_;
   // 63/64 L in ns: quantum_if_stale's bound when a level starves.
-  std::uint64_t starved_ns_ = 0;  // set by the constructor
+  const std::uint64_t starved_ns_;
   // Quanta in a row that found no work anywhere (written under
   // quantum_mutex_; relaxed: the master's nap length, a hint).
   std::atomic<unsigned> idle_quanta_{0};

@@ -66,10 +66,10 @@ struct worker : worker_view {
   unsigned ready_turns = 0;
 
   // --- APS (src/aps_master.cpp) ---
-  // The level APS wants this worker at. Only a quantum writes it (under
-  // aps_master::quantum_mutex_, whichever thread runs the quantum)
-  // (release, before level_switch_pending's release store); the worker reads
-  // it with acquire after clearing the flag with an acquire exchange.
+  // The level APS wants this worker at. Only a quantum writes it, under
+  // aps_master::quantum_mutex_ on whichever thread runs the quantum (release,
+  // before level_switch_pending's release store); the worker reads it with
+  // acquire after clearing the flag with an acquire exchange.
   std::atomic<unsigned> assigned_level{default_priority_level};
   // Working time per level, credited when a working span ends (owner writes).
   owned_counter busy_ns[priority_levels];

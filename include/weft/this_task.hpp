@@ -10,8 +10,11 @@
 
 namespace weft::this_task {
 
-// Suspends the calling task and lets its worker run other ready work first;
-// the task is resumed as soon as a worker picks it up again. Outside a
+// Suspends the calling task and lets its worker run other ready work of the
+// task's priority level first; the task is resumed as soon as a worker picks
+// it up again. Under APS a yielding task stays runnable, so its level keeps
+// its worker: to wait for less urgent work, sleep or block instead (with one
+// worker, a yield loop would starve it: docs/priorities.md). Outside a
 // runtime it calls std::this_thread::yield().
 void yield();
 
